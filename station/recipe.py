@@ -1,0 +1,198 @@
+"""Recipes: the single source of truth for what is served, how, and how it is measured.
+
+A recipe is a YAML file under recipes/ (or anywhere, given by path). It is
+validated here, field by field, before anything touches a host.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from station import paths
+from station.errors import StationError
+
+# Flags station sets itself from other recipe fields or host variables.
+RESERVED_FLAGS = {
+    "model": "model.id",
+    "served-model-name": "model.served_name",
+    "host": "the engine always listens on 0.0.0.0 inside its container",
+    "port": "the host variable vllm_server_port",
+    "api-key": "the generated API key (station sets VLLM_API_KEY)",
+}
+RESERVED_ENV = {"VLLM_API_KEY": "the generated API key"}
+
+FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+SIZE = re.compile(r"^[0-9]+[bkmg]$")
+
+ArgValue = bool | int | float | str | list[Any] | dict[str, Any]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Model(_Strict):
+    """What is served. `source: image` means the weights ship inside the engine image."""
+
+    id: str = Field(min_length=1, description="Hub id, or a path inside the engine image")
+    served_name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")
+    source: Literal["hub", "image"] = "hub"
+    revision: str | None = None
+
+
+class Container(_Strict):
+    gpus: bool = True
+    shm_size: str = Field("16g", pattern=SIZE.pattern)
+    ipc_host: bool = False
+
+
+class Engine(_Strict):
+    image: str
+    build: str | None = Field(None, description="Folder under docker/ that builds the image locally")
+    vllm_version: str = Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+\S*$")
+    args: dict[str, ArgValue] = {}
+    env: dict[str, str] = {}
+    container: Container = Container()
+    health_timeout_s: Annotated[int, Field(gt=0)] = 900
+
+    @field_validator("image")
+    @classmethod
+    def _image_is_pinned(cls, image: str) -> str:
+        if DIGEST.search(image):
+            return image
+        repo, colon, tag = image.rpartition(":")
+        if not colon or not repo or "/" in tag:
+            raise ValueError(f"{image!r} has no tag or digest; pin it, e.g. name:1.2.3 or name@sha256:<digest>")
+        if tag == "latest":
+            raise ValueError(f"{image!r} uses 'latest'; pin a version or a digest")
+        return image
+
+    @field_validator("args")
+    @classmethod
+    def _args_are_flags(cls, args: dict[str, ArgValue]) -> dict[str, ArgValue]:
+        for flag in args:
+            if not FLAG_NAME.match(flag):
+                raise ValueError(f"{flag!r} is not a flag name; write it without dashes in front, e.g. max-num-seqs")
+            if flag in RESERVED_FLAGS:
+                raise ValueError(f"--{flag} is set by station from {RESERVED_FLAGS[flag]}; remove it from engine.args")
+        return args
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_values_are_text(cls, env: Any) -> Any:
+        if not isinstance(env, dict):
+            return env
+        for name in env:
+            if not isinstance(name, str) or not ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name (A-Z, 0-9, _)")
+            if name in RESERVED_ENV:
+                raise ValueError(f"{name} is set by station ({RESERVED_ENV[name]}); remove it")
+        return {k: v if isinstance(v, str) else _scalar_text(k, v) for k, v in env.items()}
+
+    @model_validator(mode="after")
+    def _pulled_images_pinned_by_digest(self) -> Engine:
+        if self.build is None and not DIGEST.search(self.image):
+            raise ValueError(f"image {self.image!r} is pulled from a registry: pin it by digest (name:tag@sha256:...)")
+        if self.build is not None and not (paths.DOCKER / self.build / "Dockerfile").is_file():
+            raise ValueError(f"build: docker/{self.build}/Dockerfile does not exist")
+        return self
+
+
+def _scalar_text(name: str, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name}: environment values must be text or numbers, got {type(value).__name__}")
+    return str(value)
+
+
+class BenchProfile(_Strict):
+    """The traffic shape a benchmark replays: random prompts of fixed lengths."""
+
+    input_len: Annotated[int, Field(gt=0)]
+    output_len: Annotated[int, Field(gt=0)]
+    concurrency: Annotated[int, Field(gt=0)]
+    num_prompts: Annotated[int, Field(gt=0)]
+    warmups: Annotated[int, Field(ge=0)] = 0
+    timeout_s: Annotated[int, Field(gt=0)] = 3600
+
+    @model_validator(mode="after")
+    def _enough_prompts(self) -> BenchProfile:
+        if self.num_prompts < self.concurrency:
+            raise ValueError(
+                f"num_prompts ({self.num_prompts}) is below concurrency ({self.concurrency}): "
+                "the run could never reach the concurrency it claims"
+            )
+        return self
+
+
+class Reference(_Strict):
+    """A published figure to compare a measurement against."""
+
+    output_throughput: Annotated[float, Field(gt=0)]
+    hardware: str
+    source: str
+    note: str | None = None
+
+
+class Recipe(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str
+    model: Model
+    engine: Engine
+    bench: BenchProfile
+    reference: Reference | None = None
+    caveats: list[str] = []
+
+    @model_validator(mode="after")
+    def _image_models_are_local(self) -> Recipe:
+        if self.model.source == "image" and not self.model.id.startswith("/"):
+            raise ValueError(f"model.id {self.model.id!r}: a model shipped in the image is an absolute path")
+        return self
+
+
+def available() -> list[str]:
+    """Names of the recipes shipped under recipes/."""
+    return sorted(p.stem for p in paths.RECIPES.glob("*.yml"))
+
+
+def resolve(name_or_path: str) -> Path:
+    """A recipe name under recipes/, or a path to a YAML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in {".yml", ".yaml"} or "/" in name_or_path:
+        if candidate.is_file():
+            return candidate
+        raise StationError(f"recipe file {name_or_path} does not exist", "give a path to a YAML file or a recipe name")
+    named = paths.RECIPES / f"{name_or_path}.yml"
+    if named.is_file():
+        return named
+    raise StationError(f"unknown recipe {name_or_path!r}", f"available recipes: {', '.join(available())}")
+
+
+def load(name_or_path: str) -> Recipe:
+    """Load and validate a recipe; every problem is reported with its field."""
+    path = resolve(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise StationError(f"recipe {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
+    if not isinstance(data, dict):
+        raise StationError(f"recipe {path} must be a mapping of fields", "see recipes/cpu-smoke.yml for the format")
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        raise StationError(f"recipe {path} is invalid:\n{format_errors(exc)}", "fix the fields listed above") from exc
+
+
+def format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        message = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  - {where}: {message}")
+    return "\n".join(lines)
