@@ -1,0 +1,66 @@
+"""Ansible stdout callback: one JSON object per line, rendered by station's console."""
+
+from __future__ import annotations
+
+import json
+
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = """
+name: station_events
+type: stdout
+short_description: JSON lines for station's console
+description:
+  - One JSON object per line for each play, task, result, retry and the final stats.
+  - station (station/playbook.py) renders them; results of no_log tasks arrive censored by Ansible.
+"""
+
+# Result fields worth showing when a task fails or reports.
+SHOWN_FIELDS = ("msg", "rc", "stdout", "stderr", "skip_reason")
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "station_events"
+
+    def _emit(self, event: str, **data) -> None:
+        self._display.display(json.dumps({"event": event, **data}, default=str))
+
+    def _result(self, event: str, result, **extra) -> None:
+        fields = {k: result._result[k] for k in SHOWN_FIELDS if result._result.get(k) not in (None, "")}
+        self._emit(event, host=result._host.get_name(), task=result._task.get_name(), **fields, **extra)
+
+    def v2_playbook_on_play_start(self, play) -> None:
+        self._emit("play", name=play.get_name())
+
+    def v2_playbook_on_task_start(self, task, is_conditional) -> None:
+        self._emit("task", name=task.get_name())
+
+    def v2_playbook_on_handler_task_start(self, task) -> None:
+        self._emit("task", name=task.get_name())
+
+    def v2_runner_on_ok(self, result) -> None:
+        self._result("ok", result, changed=bool(result._result.get("changed")))
+
+    def v2_runner_on_failed(self, result, ignore_errors=False) -> None:
+        self._result("ok" if ignore_errors else "failed", result, changed=False)
+
+    def v2_runner_on_skipped(self, result) -> None:
+        self._result("skipped", result)
+
+    def v2_runner_on_unreachable(self, result) -> None:
+        self._result("unreachable", result)
+
+    def v2_runner_retry(self, result) -> None:
+        self._emit(
+            "retry",
+            host=result._host.get_name(),
+            task=result._task.get_name(),
+            attempt=result._result.get("attempts"),
+            retries=result._result.get("retries"),
+        )
+
+    def v2_playbook_on_stats(self, stats) -> None:
+        hosts = {host: stats.summarize(host) for host in sorted(stats.processed)}
+        self._emit("stats", hosts=hosts)

@@ -1,0 +1,52 @@
+"""Filters shared by station's roles and playbooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+WILDCARDS = {"0.0.0.0", "::", ""}
+
+
+def local_address(bind_address: str) -> str:
+    """The address a host's own checks use to reach a port published on bind_address."""
+    return "127.0.0.1" if bind_address in WILDCARDS else bind_address
+
+
+def container_summary(found: dict[str, Any]) -> dict[str, Any]:
+    """A docker_container_info loop result, reduced to what a status report shows (no environment)."""
+    container = found.get("container") or {}
+    state = container.get("State", {})
+    config = container.get("Config", {})
+    bindings = container.get("HostConfig", {}).get("PortBindings") or {}
+    return {
+        "name": found.get("item", container.get("Name", "").lstrip("/")),
+        "status": state.get("Status", "absent"),
+        "health": state.get("Health", {}).get("Status", "-"),
+        "image": config.get("Image", "-"),
+        "recipe": (config.get("Labels") or {}).get("io.station.recipe", "-"),
+        "ports": [f"{b['HostIp']}:{b['HostPort']}->{port}" for port, binds in bindings.items() for b in binds or []],
+        "started_at": state.get("StartedAt", "-"),
+    }
+
+
+def target_summary(targets_response: dict[str, Any]) -> list[dict[str, Any]]:
+    """Prometheus /api/v1/targets, reduced to job, instance, health and last error."""
+    active = (targets_response.get("data") or {}).get("activeTargets") or []
+    return [
+        {
+            "job": target["labels"].get("job"),
+            "instance": target["labels"].get("instance"),
+            "health": target.get("health"),
+            "last_error": target.get("lastError", ""),
+        }
+        for target in active
+    ]
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "station_local_address": local_address,
+            "station_container_summary": container_summary,
+            "station_target_summary": target_summary,
+        }
