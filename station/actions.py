@@ -1,0 +1,120 @@
+"""What the invoke tasks do: load and render the recipe, prepare images, run the playbook, read back."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from station import bench_result, images, inventory, paths, playbook, provenance, render, runs
+from station import recipe as recipes
+from station.errors import StationError
+from station.recipe import Recipe
+
+
+def controller_vars() -> dict[str, Any]:
+    """Vars every playbook gets: where the controller keeps its state."""
+    return {"station_state_dir": str(paths.STATE)}
+
+
+def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, str]:
+    """Image tag → docker/ folder, for the images this host cannot pull."""
+    builds = {tag: folder for folder, tag in host_vars.get("station_built_images", {}).items()}
+    if recipe.engine.build:
+        builds[recipe.engine.image] = recipe.engine.build
+    return builds
+
+
+def prepare_images(host: str, recipe: Recipe, console: Console) -> None:
+    builds = images_to_build(recipe, inventory.host_vars(host))
+    if not builds:
+        return
+    if not inventory.is_local(host):
+        raise StationError(
+            f"{host} needs images built by station ({', '.join(builds)}), and delivering them to a remote host "
+            "is done by provisioning",
+            f"run `invoke provision --host {host}` first, or use a recipe whose images are pulled by digest",
+        )
+    engine = images.client()
+    for tag, folder in builds.items():
+        images.ensure(engine, tag, folder, console)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    host: str
+    recipe: Recipe
+    endpoint: str
+    api_key_file: Path
+    prometheus_url: str
+    changed_tasks: list[str]
+    seconds: float
+
+
+def deploy(host: str, recipe_name: str, console: Console) -> Deployment:
+    started = time.monotonic()
+    recipe = recipes.load(recipe_name)
+    host_vars = inventory.host_vars(host)
+    prepare_images(host, recipe, console)
+    result = playbook.run("deploy", host, render.engine_vars(recipe) | controller_vars(), console)
+    return Deployment(
+        host=host,
+        recipe=recipe,
+        endpoint=f"http://{host_vars['vllm_server_bind_address']}:{host_vars['vllm_server_port']}/v1",
+        api_key_file=paths.SECRETS / host / "vllm_api_key",
+        prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
+        changed_tasks=result.changed_tasks,
+        seconds=time.monotonic() - started,
+    )
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    run_id: str
+    recipe: Recipe
+    result: bench_result.BenchResult
+    problems: list[str]
+    record_path: Path
+    seconds: float
+
+
+def smoke_bench(host: str, recipe_name: str, console: Console) -> BenchRun:
+    started = time.monotonic()
+    recipe = recipes.load(recipe_name)
+    inventory.host_vars(host)
+    run_id = runs.new_id(host, recipe.name)
+    out = runs.folder(run_id)
+    extra = render.bench_vars(recipe, run_id) | controller_vars() | {"vllm_bench_output_dir": str(out)}
+    playbook.run("bench", host, extra, console)
+    result = bench_result.parse(out / "bench.json")
+    problems = bench_result.problems(result, recipe.bench)
+    host_facts = json.loads((out / "host.json").read_text())
+    record = {
+        "run_id": run_id,
+        "kind": "smoke-bench",
+        "profile": recipe.bench.model_dump(),
+        "metrics": result.model_dump()
+        | {"achieved_concurrency": result.achieved_concurrency, "client_bound": result.client_bound},
+        "problems": problems,
+        "reference": recipe.reference.model_dump() if recipe.reference else None,
+        "provenance": provenance.record(recipe, host, host_facts),
+    }
+    path = runs.write(run_id, record)
+    return BenchRun(run_id, recipe, result, problems, path, time.monotonic() - started)
+
+
+def status(host: str, console: Console) -> dict[str, Any]:
+    inventory.host_vars(host)
+    with tempfile.TemporaryDirectory(prefix="station-status-") as out:
+        playbook.run("status", host, controller_vars() | {"station_output_dir": out}, console)
+        return json.loads((Path(out) / "status.json").read_text())
+
+
+def down(host: str, console: Console) -> playbook.PlaybookResult:
+    inventory.host_vars(host)
+    return playbook.run("down", host, controller_vars(), console)

@@ -1,0 +1,42 @@
+"""Read the Ansible inventory (ansible/inventory/) through ansible-inventory itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import cache
+from typing import Any
+
+from station import paths
+from station.errors import StationError
+from station.playbook import ansible_env
+
+
+@cache
+def _inventory() -> dict[str, Any]:
+    result = subprocess.run(
+        ["ansible-inventory", "--list"], capture_output=True, text=True, env=ansible_env(), cwd=paths.ANSIBLE, check=False
+    )
+    if result.returncode != 0:
+        raise StationError(f"the inventory could not be read:\n{result.stderr.strip()}", "fix ansible/inventory/")
+    return json.loads(result.stdout)
+
+
+def hosts() -> list[str]:
+    return sorted(_inventory().get("_meta", {}).get("hostvars", {}))
+
+
+def host_vars(host: str) -> dict[str, Any]:
+    """The host's variables as written in the inventory (not templated)."""
+    known = _inventory().get("_meta", {}).get("hostvars", {})
+    if host not in known:
+        raise StationError(
+            f"unknown host {host!r}",
+            f"hosts in ansible/inventory/hosts.yml: {', '.join(hosts())}; add yours there (see the dgx01 example)",
+        )
+    return known[host]
+
+
+def is_local(host: str) -> bool:
+    """True when the host is this machine, so its Docker engine is the controller's."""
+    return host_vars(host).get("ansible_connection") == "local"

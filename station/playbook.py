@@ -1,0 +1,145 @@
+"""Run Ansible playbooks and show their progress; every host interaction goes through here.
+
+ansible-playbook runs with station's stdout callback (ansible/plugins/callback/
+station_events.py), which writes one JSON event per line. This module turns
+those events into a live status line, a line per change or failure, and a
+PlaybookResult. The same events are kept in a log under .station/logs/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.status import Status
+
+from station import paths
+from station.errors import StationError
+
+
+@dataclass
+class PlaybookResult:
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+    changed_tasks: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    log: Path | None = None
+
+
+def ansible_env() -> dict[str, str]:
+    """Environment that points Ansible at the bundle's config and callback."""
+    bin_dir = str(Path(sys.executable).parent)
+    return os.environ | {
+        "ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "station_events",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+def run(playbook: str, host: str, extra_vars: dict[str, Any], console: Console) -> PlaybookResult:
+    """Run ansible/playbooks/<playbook>.yml against one host; raise StationError on failure."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    paths.LOGS.mkdir(parents=True, exist_ok=True)
+    log = paths.LOGS / f"{stamp}-{playbook}-{host}.log"
+    vars_file = paths.STATE / "run" / f"{stamp}-{playbook}-{host}.json"
+    vars_file.parent.mkdir(parents=True, exist_ok=True)
+    vars_file.write_text(json.dumps(extra_vars, indent=2))
+    cmd = [
+        "ansible-playbook", str(paths.ANSIBLE / "playbooks" / f"{playbook}.yml"),
+        "--limit", host, "--extra-vars", f"@{vars_file}",
+    ]  # fmt: skip
+    result = _stream(cmd, log, console)
+    result.log = log
+    _raise_on_failure(result, host, playbook)
+    return result
+
+
+def _stream(cmd: list[str], log: Path, console: Console) -> PlaybookResult:
+    result = PlaybookResult()
+    with (
+        log.open("w") as log_file,
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env(),
+                         cwd=paths.ANSIBLE) as proc,  # fmt: skip
+        console.status("Starting Ansible") as status,
+    ):
+        renderer = _Renderer(console, status, result)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log_file.write(line)
+            renderer.line(line.rstrip("\n"))
+    if proc.returncode != 0 and not (result.failed or result.unreachable):
+        raise StationError(f"ansible-playbook exited with {proc.returncode}", f"see {log}")
+    return result
+
+
+class _Renderer:
+    """Turns callback events into console output."""
+
+    def __init__(self, console: Console, status: Status, result: PlaybookResult) -> None:
+        self.console, self.status, self.result = console, status, result
+        self.task_started = time.monotonic()
+
+    def line(self, text: str) -> None:
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError:
+            if text.strip():
+                self.console.print(text, style="dim", markup=False, highlight=False)
+            return
+        getattr(self, f"on_{event.pop('event')}", lambda **_: None)(**event)
+
+    def on_task(self, name: str) -> None:
+        self.task_started = time.monotonic()
+        self.status.update(name)
+
+    def on_retry(self, task: str, attempt: int, retries: int, **_: Any) -> None:
+        elapsed = time.monotonic() - self.task_started
+        self.status.update(f"{task} — {elapsed:.0f}s (check {attempt} of {retries})")
+
+    def on_ok(self, task: str, changed: bool, host: str, **fields: Any) -> None:
+        if changed:
+            self.result.changed_tasks.append(task)
+            self.console.print(f"  [yellow]changed[/] {task}", highlight=False)
+
+    def on_skipped(self, task: str, skip_reason: str = "", **_: Any) -> None:
+        if skip_reason and skip_reason != "Conditional result was False":
+            self.console.print(f"  [cyan]skipped[/] {task}: {skip_reason}", highlight=False)
+
+    def on_failed(self, task: str, host: str, **fields: Any) -> None:
+        self.result.failures.append({"task": task, "host": host, **fields})
+        self.console.print(f"  [red]failed[/] {task}", highlight=False)
+
+    def on_unreachable(self, task: str, host: str, **fields: Any) -> None:
+        self.result.failures.append({"task": task, "host": host, "unreachable": True, **fields})
+
+    def on_stats(self, hosts: dict[str, dict[str, int]]) -> None:
+        for counts in hosts.values():
+            for key in ("ok", "changed", "failures", "unreachable", "skipped"):
+                attr = "failed" if key == "failures" else key
+                setattr(self.result, attr, getattr(self.result, attr) + counts.get(key, 0))
+
+
+def _raise_on_failure(result: PlaybookResult, host: str, playbook: str) -> None:
+    if not result.failures:
+        return
+    first = result.failures[0]
+    if first.get("unreachable"):
+        raise StationError(
+            f"{host} is unreachable: {str(first.get('msg', '')).strip()}",
+            f"check ansible_host and ansible_user for {host} in ansible/inventory/hosts.yml, and that ssh reaches it",
+        )
+    detail = "\n".join(str(first[key]).strip() for key in ("msg", "stderr", "stdout") if first.get(key))
+    raise StationError(f"{playbook} failed on {host} at “{first['task']}”:\n{detail}", f"full log: {result.log}")
