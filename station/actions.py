@@ -18,7 +18,8 @@ from station.recipe import Recipe
 
 
 def controller_vars() -> dict[str, Any]:
-    """Vars every playbook gets: where the controller keeps its state."""
+    """Vars every playbook gets: where the controller keeps its state (secrets in a 0700 folder)."""
+    paths.private_dir(paths.SECRETS)
     return {"station_state_dir": str(paths.STATE)}
 
 

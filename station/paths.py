@@ -12,3 +12,10 @@ STATE = ROOT / ".station"
 SECRETS = STATE / "secrets"
 CACHE = STATE / "cache"
 LOGS = STATE / "logs"
+
+
+def private_dir(path: Path) -> Path:
+    """A folder only its owner can read (secrets)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path

@@ -51,19 +51,21 @@ def ansible_env() -> dict[str, str]:
 
 def run(playbook: str, host: str, extra_vars: dict[str, Any], console: Console) -> PlaybookResult:
     """Run ansible/playbooks/<playbook>.yml against one host; raise StationError on failure."""
+    return run_file(paths.ANSIBLE / "playbooks" / f"{playbook}.yml", host, extra_vars, console)
+
+
+def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console) -> PlaybookResult:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    name = f"{stamp}-{path.stem}-{host}"
     paths.LOGS.mkdir(parents=True, exist_ok=True)
-    log = paths.LOGS / f"{stamp}-{playbook}-{host}.log"
-    vars_file = paths.STATE / "run" / f"{stamp}-{playbook}-{host}.json"
+    log = paths.LOGS / f"{name}.log"
+    vars_file = paths.STATE / "run" / f"{name}.json"
     vars_file.parent.mkdir(parents=True, exist_ok=True)
     vars_file.write_text(json.dumps(extra_vars, indent=2))
-    cmd = [
-        "ansible-playbook", str(paths.ANSIBLE / "playbooks" / f"{playbook}.yml"),
-        "--limit", host, "--extra-vars", f"@{vars_file}",
-    ]  # fmt: skip
+    cmd = ["ansible-playbook", str(path), "--limit", host, "--extra-vars", f"@{vars_file}"]
     result = _stream(cmd, log, console)
     result.log = log
-    _raise_on_failure(result, host, playbook)
+    _raise_on_failure(result, host, path.stem)
     return result
 
 
@@ -135,11 +137,12 @@ class _Renderer:
 def _raise_on_failure(result: PlaybookResult, host: str, playbook: str) -> None:
     if not result.failures:
         return
-    first = result.failures[0]
-    if first.get("unreachable"):
+    # The last failure explains the run: a rescue's message comes after the task it rescued.
+    failure = result.failures[-1]
+    if failure.get("unreachable"):
         raise StationError(
-            f"{host} is unreachable: {str(first.get('msg', '')).strip()}",
+            f"{host} is unreachable: {str(failure.get('msg', '')).strip()}",
             f"check ansible_host and ansible_user for {host} in ansible/inventory/hosts.yml, and that ssh reaches it",
         )
-    detail = "\n".join(str(first[key]).strip() for key in ("msg", "stderr", "stdout") if first.get(key))
-    raise StationError(f"{playbook} failed on {host} at “{first['task']}”:\n{detail}", f"full log: {result.log}")
+    detail = "\n".join(str(failure[key]).strip() for key in ("msg", "stderr", "stdout") if failure.get(key))
+    raise StationError(f"{playbook} failed on {host} at “{failure['task']}”:\n{detail}", f"full log: {result.log}")
