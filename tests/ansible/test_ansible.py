@@ -1,0 +1,133 @@
+"""The Ansible content: lint, syntax, role interfaces, and station's event stream."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from station import paths, playbook
+from station.errors import StationError
+from tests.conftest import FIXTURES
+
+ROLES = sorted(p.name for p in (paths.ANSIBLE / "roles").iterdir() if p.is_dir())
+PLAYBOOKS = sorted((paths.ANSIBLE / "playbooks").glob("*.yml"))
+
+
+def _ansible(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=paths.ANSIBLE, env=playbook.ansible_env() | {"ANSIBLE_STDOUT_CALLBACK": "default"},
+                          capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def test_ansible_lint_production_profile_passes() -> None:
+    result = _ansible("ansible-lint", "--profile", "production", "--nocolor")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", PLAYBOOKS, ids=lambda p: p.name)
+def test_playbook_syntax(path: Path) -> None:
+    result = _ansible("ansible-playbook", "--syntax-check", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _spec_options(role: str) -> dict[str, dict]:
+    spec = yaml.safe_load((paths.ANSIBLE / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    return {name: option for entry in spec["argument_specs"].values() for name, option in entry["options"].items()}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_argument_spec_and_defaults_agree(role: str) -> None:
+    defaults = yaml.safe_load((paths.ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text()) or {}
+    options = _spec_options(role)
+    assert set(defaults) <= set(options), f"defaults without a spec entry: {set(defaults) - set(options)}"
+    for name, option in options.items():
+        if option.get("required"):
+            assert name not in defaults, f"{name} is required but has a default"
+        else:
+            assert name in defaults, f"{name} is documented but has no default"
+            assert option.get("default") == defaults[name], f"{name}: spec default differs from defaults/main.yml"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_option_is_described_and_typed(role: str) -> None:
+    for name, option in _spec_options(role).items():
+        assert option.get("description"), f"{name} has no description"
+        assert option.get("type"), f"{name} has no type"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_role_variables_carry_the_role_name(role: str) -> None:
+    defaults = yaml.safe_load((paths.ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text()) or {}
+    assert all(name.startswith(f"{role}_") for name in defaults)
+
+
+def test_requirements_match_the_installed_collections() -> None:
+    listed = _ansible("ansible-galaxy", "collection", "list", "--format", "yaml").stdout
+    installed = {name: info["version"] for found in yaml.safe_load(listed).values() for name, info in found.items()}
+    required = yaml.safe_load((paths.ANSIBLE / "requirements.yml").read_text())["collections"]
+    for collection in required:
+        assert installed.get(collection["name"]) == collection["version"], collection["name"]
+
+
+def test_event_stream_reports_changes_retries_and_the_failure(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    console = Console(record=True, width=200)
+    with pytest.raises(StationError) as error:
+        playbook.run_file(FIXTURES / "playbooks" / "events.yml", "local", {}, console)
+    shown = console.export_text()
+    assert "changed Report a change" in shown
+    assert "failed Fail with a message" in shown
+    assert "events failed on local at “Fail with a message”" in error.value.problem
+    assert "the fixture failed on purpose" in error.value.problem
+    log = next((tmp_path / "logs").glob("*-events-local.log")).read_text()
+    assert log.count('"event": "retry"') == 2
+
+
+def test_an_unreachable_host_is_one_clear_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    gone:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n")
+    monkeypatch.setenv("ANSIBLE_INVENTORY", str(inventory))
+    with pytest.raises(StationError) as error:
+        playbook.run_file(FIXTURES / "playbooks" / "events.yml", "gone", {}, Console(record=True))
+    assert error.value.problem.startswith("gone is unreachable: ")
+    assert "ansible/inventory/hosts.yml" in error.value.hint
+
+
+def _filters():
+    spec = importlib.util.spec_from_file_location("station_filters", paths.ANSIBLE / "plugins/filter/station_filters.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("bind", "local"), [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.7", "10.0.0.7")])
+def test_local_address_of_a_bind_address(bind: str, local: str) -> None:
+    assert _filters().local_address(bind) == local
+
+
+def test_container_summary_leaves_the_environment_out() -> None:
+    found = {
+        "item": "station-vllm",
+        "container": {
+            "State": {"Status": "running", "Health": {"Status": "healthy"}, "StartedAt": "t"},
+            "Config": {"Image": "img:1", "Env": ["VLLM_API_KEY=secret"], "Labels": {"io.station.recipe": "r"}},
+            "HostConfig": {"PortBindings": {"8000/tcp": [{"HostIp": "127.0.0.1", "HostPort": "8000"}]}},
+        },
+    }
+    summary = _filters().container_summary(found)
+    assert summary == {
+        "name": "station-vllm", "status": "running", "health": "healthy", "image": "img:1",
+        "recipe": "r", "ports": ["127.0.0.1:8000->8000/tcp"], "started_at": "t",
+    }  # fmt: skip
+    assert "secret" not in str(summary)
+
+
+def test_absent_container_summary() -> None:
+    assert _filters().container_summary({"item": "station-bench", "container": None})["status"] == "absent"

@@ -1,0 +1,28 @@
+"""Provenance records: bundle commit, controller, recipe, host facts."""
+
+from __future__ import annotations
+
+import subprocess
+
+from station import paths, provenance, recipe
+
+
+def test_bundle_commit_is_the_checkout_head() -> None:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.ROOT, capture_output=True, text=True, check=True)
+    assert provenance.bundle_commit()["commit"] == head.stdout.strip()
+
+
+def test_bundle_outside_git_is_unknown(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    assert provenance.bundle_commit() == {"commit": "unknown", "dirty": None}
+
+
+def test_record_joins_recipe_controller_and_host_facts() -> None:
+    smoke = recipe.load("cpu-smoke")
+    facts = {"host": {"name": "local", "arch": "x86_64"}, "engine": {"image_id": "sha256:abc"}}
+    record = provenance.record(smoke, "local", facts)
+    assert record["recipe"]["engine"]["image"] == "station/vllm-cpu:0.32.0"
+    assert record["host"] == facts["host"] and record["engine"] == facts["engine"]
+    assert record["inventory_host"] == "local"
+    assert record["controller"]["ansible_core"].startswith("2.")
+    assert record["date"].endswith("+00:00")

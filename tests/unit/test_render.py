@@ -1,0 +1,82 @@
+"""Rendering a recipe into the engine's argv/env, the benchmark's argv and Ansible vars."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from station import paths, recipe, render
+
+
+@pytest.fixture
+def smoke() -> recipe.Recipe:
+    return recipe.load("cpu-smoke")
+
+
+@pytest.mark.parametrize(
+    ("value", "argv"),
+    [
+        (True, ["--async-scheduling"]),
+        (False, ["--no-async-scheduling"]),
+        (256, ["--async-scheduling", "256"]),
+        (0.5, ["--async-scheduling", "0.5"]),
+        ("fp8", ["--async-scheduling", "fp8"]),
+        ({"method": "mtp", "num_speculative_tokens": 3}, ["--async-scheduling", '{"method":"mtp","num_speculative_tokens":3}']),
+        ([1, 2], ["--async-scheduling", "[1,2]"]),
+    ],
+)
+def test_flag_rendering(value, argv) -> None:
+    assert render.flag("async-scheduling", value) == argv
+
+
+def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
+    assert render.serve_argv(smoke) == [
+        "--model", "/opt/station/models/tiny-llama",
+        "--served-model-name", "tiny-llama",
+        "--host", "0.0.0.0",
+        "--port", "8000",
+        "--load-format", "dummy",
+        "--dtype", "float32",
+        "--max-model-len", "2048",
+        "--max-num-seqs", "256",
+    ]  # fmt: skip
+
+
+def test_bench_args_carry_the_profile(smoke) -> None:
+    args = render.bench_args(smoke)
+    pairs = dict(zip(args[::1], args[1:], strict=False))
+    assert pairs["--random-input-len"] == "512"
+    assert pairs["--random-output-len"] == "512"
+    assert pairs["--max-concurrency"] == "256"
+    assert pairs["--num-prompts"] == str(smoke.bench.num_prompts)
+    assert pairs["--num-warmups"] == str(smoke.bench.warmups)
+    assert pairs["--model"] == "tiny-llama"
+    assert pairs["--tokenizer"] == "/opt/station/models/tiny-llama"
+    assert "--ignore-eos" in args
+
+
+def test_config_hash_follows_the_engine_configuration(smoke) -> None:
+    changed = smoke.model_copy(
+        update={"engine": smoke.engine.model_copy(update={"args": {**smoke.engine.args, "max-num-seqs": 128}})}
+    )
+    retuned_bench = smoke.model_copy(update={"bench": smoke.bench.model_copy(update={"num_prompts": 512})})
+    assert render.config_hash(smoke) == render.config_hash(recipe.load("cpu-smoke"))
+    assert render.config_hash(changed) != render.config_hash(smoke)
+    assert render.config_hash(retuned_bench) == render.config_hash(smoke)
+
+
+def _role_options(role: str) -> set[str]:
+    spec = yaml.safe_load((paths.ANSIBLE / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    return {name for entry in spec["argument_specs"].values() for name in entry.get("options", {})}
+
+
+def test_engine_vars_are_all_options_of_the_vllm_server_role(smoke) -> None:
+    assert set(render.engine_vars(smoke)) <= _role_options("vllm_server")
+
+
+def test_bench_vars_are_all_options_of_the_vllm_bench_role(smoke) -> None:
+    assert set(render.bench_vars(smoke, "run-1")) <= _role_options("vllm_bench")
+
+
+def test_engine_env_is_a_copy_of_the_recipe_env(smoke) -> None:
+    assert render.engine_vars(smoke)["vllm_server_env"] == {"VLLM_CPU_KVCACHE_SPACE": "4"}
