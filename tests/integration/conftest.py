@@ -1,0 +1,158 @@
+"""Integration fixtures: the real CLI against `local`, a real Docker engine, real vLLM and Prometheus.
+
+Nothing here skips: without a Docker engine these tests fail and say how to
+start one (.ci/run starts it in CI). Deselect them with `-m "not integration"`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+import requests
+import testinfra
+
+from station import images, paths, recipe
+from station.errors import StationError
+
+ENGINE = "station-vllm"
+PROMETHEUS = "station-prometheus"
+PROMETHEUS_URL = "http://127.0.0.1:9090"
+ENGINE_URL = "http://127.0.0.1:8000"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """On failure, attach the containers' last log lines: they usually explain it."""
+    report = yield
+    if report.failed and "integration" in item.keywords:
+        for name in (ENGINE, PROMETHEUS):
+            logs = subprocess.run(["docker", "logs", "--tail", "30", name], capture_output=True, text=True, check=False)
+            report.sections.append((f"docker logs {name}", logs.stdout + logs.stderr))
+    return report
+
+
+@dataclass(frozen=True)
+class Invocation:
+    argv: list[str]
+    returncode: int
+    output: str
+    seconds: float
+
+
+def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -> Invocation:
+    """Run the real CLI, as a user would (wide console so messages are not wrapped)."""
+    argv = [str(Path(sys.executable).parent / "invoke"), *args]
+    started = time.monotonic()
+    result = subprocess.run(argv, cwd=paths.ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+                            env=os.environ | {"COLUMNS": "250"} | (env or {}))  # fmt: skip
+    return Invocation(argv, result.returncode, result.stdout + result.stderr, time.monotonic() - started)
+
+
+def succeeded(run: Invocation) -> Invocation:
+    assert run.returncode == 0, f"{' '.join(run.argv)} exited {run.returncode}:\n{run.output}"
+    return run
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> docker.DockerClient:
+    try:
+        return images.client()
+    except StationError as error:
+        pytest.fail(f"integration tests need a Docker engine: {error}")
+
+
+@pytest.fixture(scope="session")
+def smoke() -> recipe.Recipe:
+    return recipe.load("cpu-smoke")
+
+
+@pytest.fixture(scope="session")
+def first_deploy(docker_client) -> Invocation:
+    """`invoke deploy --host local`, images built when missing (the slow part on a fresh machine)."""
+    return succeeded(invoke("deploy", "--host", "local"))
+
+
+@pytest.fixture(scope="session")
+def engine(docker_client, first_deploy) -> dict[str, Any]:
+    return docker_client.api.inspect_container(ENGINE)
+
+
+@pytest.fixture(scope="session")
+def api_key(first_deploy) -> str:
+    return (paths.SECRETS / "local" / "vllm_api_key").read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def local_host():
+    return testinfra.get_host("local://")
+
+
+@pytest.fixture(scope="session")
+def engine_host(first_deploy):
+    """testinfra inside the engine container."""
+    return testinfra.get_host(f"docker://{ENGINE}")
+
+
+def prometheus_query(query: str) -> float:
+    """Sum of an instant query's samples (0 when there are none)."""
+    response = requests.get(f"{PROMETHEUS_URL}/api/v1/query", params={"query": query}, timeout=10)
+    response.raise_for_status()
+    return sum(float(sample["value"][1]) for sample in response.json()["data"]["result"])
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(1)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def engine_target_up() -> bool:
+    return prometheus_query('up{job="vllm"}') == 1
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    invocation: Invocation
+    record: dict[str, Any]
+    run_dir: Path
+    tokens_before: float
+    tokens_after: float
+
+
+GENERATED = "vllm:generation_tokens_total"
+
+
+@pytest.fixture(scope="session")
+def bench(first_deploy) -> BenchOutcome:
+    """One `invoke smoke-bench --host local`, with Prometheus' token counter read before and after."""
+    wait_for(engine_target_up, 60, "Prometheus to scrape the engine")
+    before_runs = set(paths.RESULTS.glob("*-local-cpu-smoke"))
+    tokens_before = prometheus_query(GENERATED)
+    run = succeeded(invoke("smoke-bench", "--host", "local"))
+    (run_dir,) = set(paths.RESULTS.glob("*-local-cpu-smoke")) - before_runs
+    record = json.loads((run_dir / "result.json").read_text())
+    expected = tokens_before + record["metrics"]["total_output_tokens"]
+    tokens_after = wait_for(lambda: (value := prometheus_query(GENERATED)) >= expected and value, 30,
+                            "Prometheus to see the benchmark's tokens")  # fmt: skip
+    return BenchOutcome(run, record, run_dir, tokens_before, tokens_after)

@@ -1,0 +1,106 @@
+"""`invoke deploy --host local`: what runs, how it is exposed, and that a second deploy changes nothing."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+import requests
+
+from station import paths, render
+from tests.integration.conftest import (
+    ENGINE,
+    ENGINE_URL,
+    PROMETHEUS,
+    engine_target_up,
+    invoke,
+    succeeded,
+    wait_for,
+)
+
+PUBLISHED = [(ENGINE, 8000), (PROMETHEUS, 9090)]
+
+
+def test_engine_runs_the_pinned_image_with_exactly_the_rendered_arguments(engine, smoke, docker_client) -> None:
+    assert engine["Config"]["Image"] == smoke.engine.image
+    assert engine["Image"] == docker_client.images.get(smoke.engine.image).id
+    assert engine["Config"]["Cmd"] == render.serve_argv(smoke)
+    assert engine["Config"]["Labels"]["io.station.config"] == render.config_hash(smoke)
+
+
+def test_engine_process_inside_the_container_has_the_rendered_argv(engine_host, smoke) -> None:
+    argv = engine_host.file("/proc/1/cmdline").content_string.rstrip("\0").split("\0")
+    assert argv[-len(render.serve_argv(smoke)) - 1 :] == ["serve", *render.serve_argv(smoke)]
+
+
+def test_engine_environment_is_the_recipe_env_plus_the_key(engine, smoke) -> None:
+    env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
+    assert {name: env.get(name) for name in smoke.engine.env} == dict(smoke.engine.env)
+    assert len(env["VLLM_API_KEY"]) == 48
+
+
+def test_engine_has_the_recipes_shared_memory(engine) -> None:
+    assert engine["HostConfig"]["ShmSize"] == 2 * 1024**3
+
+
+@pytest.mark.parametrize(("container", "port"), PUBLISHED)
+def test_port_is_published_on_loopback_only(docker_client, local_host, container: str, port: int) -> None:
+    bindings = docker_client.api.inspect_container(container)["HostConfig"]["PortBindings"]
+    assert [b["HostIp"] for binds in bindings.values() for b in binds] == ["127.0.0.1"]
+    assert local_host.socket(f"tcp://127.0.0.1:{port}").is_listening
+    assert not local_host.socket(f"tcp://0.0.0.0:{port}").is_listening
+    assert not local_host.socket(f"tcp://:::{port}").is_listening
+
+
+@pytest.mark.parametrize("container", [ENGINE, PROMETHEUS])
+def test_restart_policy_keeps_services_up(docker_client, first_deploy, container: str) -> None:
+    policy = docker_client.api.inspect_container(container)["HostConfig"]["RestartPolicy"]
+    assert policy["Name"] == "unless-stopped"
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-key"])
+def test_api_rejects_requests_without_the_key(first_deploy, authorization) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    assert requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10).status_code == 401
+
+
+def test_api_serves_the_model_with_the_key(api_key, smoke) -> None:
+    headers = {"Authorization": f"Bearer {api_key}"}
+    models = requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10).json()
+    assert [model["id"] for model in models["data"]] == [smoke.model.served_name]
+    body = {"model": smoke.model.served_name, "prompt": "hello", "max_tokens": 4, "ignore_eos": True}
+    completion = requests.post(f"{ENGINE_URL}/v1/completions", json=body, headers=headers, timeout=60).json()
+    assert completion["usage"]["completion_tokens"] == 4
+
+
+def test_api_key_is_private_and_never_written_elsewhere(api_key) -> None:
+    key_file = paths.SECRETS / "local" / "vllm_api_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(key_file.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(paths.SECRETS.stat().st_mode) == 0o700
+    written = [p for folder in (paths.LOGS, paths.STATE / "run", paths.RESULTS) for p in folder.rglob("*") if p.is_file()]
+    assert written, "expected logs and rendered vars to check"
+    assert [p for p in written if api_key in p.read_text(errors="replace")] == []
+
+
+def test_prometheus_scrapes_the_engine(first_deploy) -> None:
+    wait_for(engine_target_up, 60, "the vllm target to be up")
+
+
+def test_prometheus_runs_the_pinned_locally_built_image(docker_client, first_deploy) -> None:
+    assert docker_client.api.inspect_container(PROMETHEUS)["Config"]["Image"] == "station/prometheus:2.42.0"
+
+
+def test_second_deploy_changes_nothing(engine) -> None:
+    again = succeeded(invoke("deploy", "--host", "local"))
+    print(f"second deploy took {again.seconds:.1f} s")
+    assert "Ansible changed=0" in again.output
+    assert "changed " not in again.output.split("Deployed")[0]
+
+
+def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None:
+    wait_for(engine_target_up, 60, "the vllm target to be up")
+    shown = succeeded(invoke("status", "--host", "local")).output
+    assert any(ENGINE in line and "running" in line and "healthy" in line and "cpu-smoke" in line
+               for line in shown.splitlines())  # fmt: skip
+    assert any("scrape: vllm" in line and "up" in line for line in shown.splitlines())

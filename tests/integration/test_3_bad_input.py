@@ -1,0 +1,89 @@
+"""Bad input: a clear error, what to do, and nothing changed on the host."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+import yaml
+
+from station import paths
+from tests.conftest import FIXTURES
+from tests.integration.conftest import ENGINE, ENGINE_URL, invoke
+
+
+@pytest.fixture
+def engine_id(docker_client, first_deploy) -> str:
+    return docker_client.containers.get(ENGINE).id
+
+
+def _failed(run, *expected: str) -> None:
+    assert run.returncode == 1, run.output
+    assert "Traceback" not in run.output
+    for text in expected:
+        assert text in run.output, run.output
+
+
+def test_unknown_recipe_lists_the_available_ones() -> None:
+    _failed(invoke("deploy", "--recipe", "no-such-recipe"), "unknown recipe 'no-such-recipe'", "cpu-smoke")
+
+
+def test_malformed_recipe_names_the_field(tmp_path, cpu_smoke_data) -> None:
+    cpu_smoke_data["engine"]["image"] = "station/vllm-cpu:latest"
+    path = tmp_path / "bad.yml"
+    path.write_text(yaml.safe_dump(cpu_smoke_data))
+    _failed(invoke("deploy", "--recipe", str(path)), "engine.image: 'station/vllm-cpu:latest' uses 'latest'")
+
+
+def test_unknown_host_lists_the_inventory() -> None:
+    _failed(invoke("deploy", "--host", "nope"), "unknown host 'nope'", "local")
+
+
+def test_docker_not_running_says_how_to_start_it(engine_id, docker_client) -> None:
+    run = invoke("deploy", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    _failed(run, "Docker engine is not reachable", "apt-get install docker.io", "dockerd")
+    assert docker_client.containers.get(ENGINE).id == engine_id
+
+
+def test_taken_port_names_its_holder_and_changes_nothing(tmp_path, engine_id, docker_client) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        inventory = tmp_path / "porttest.yml"
+        inventory.write_text(yaml.safe_dump({"offline": {"hosts": {"porttest": {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "vllm_server_port": port,
+        }}}}))  # fmt: skip
+        run = invoke("deploy", "--host", "porttest",
+                     env={"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{inventory}"})  # fmt: skip
+    _failed(run, f"Port {port} on porttest is already taken by", f"(pid {os.getpid()})", "set vllm_server_port")
+    assert docker_client.containers.get(ENGINE).id == engine_id
+    assert not (paths.SECRETS / "porttest").exists()
+
+
+def test_benchmarking_a_recipe_that_is_not_deployed_is_refused(tmp_path, cpu_smoke_data, engine_id, docker_client):
+    cpu_smoke_data["engine"]["args"]["max-num-seqs"] = 128
+    path = tmp_path / "other.yml"
+    path.write_text(yaml.safe_dump(cpu_smoke_data))
+    _failed(invoke("smoke-bench", "--recipe", str(path)), "Deploy the recipe you want to measure first")
+    assert docker_client.containers.get(ENGINE).id == engine_id
+
+
+def test_an_engine_failing_its_health_check_is_replaced_by_the_last_healthy_one(first_deploy, docker_client, smoke,
+                                                                                api_key):  # fmt: skip
+    from station import render
+
+    run = invoke("deploy", "--recipe", str(FIXTURES / "recipes" / "cpu-smoke-unservable.yml"))
+    _failed(run, "The engine for recipe cpu-smoke-unservable failed",
+            "The last healthy engine (recipe cpu-smoke) was restored and is serving",
+            "max_model_len (65536) is greater than the derived max_model_len")  # fmt: skip
+    engine = docker_client.api.inspect_container(ENGINE)
+    assert engine["Config"]["Cmd"] == render.serve_argv(smoke)
+    assert engine["State"]["Health"]["Status"] == "healthy"
+    import requests
+
+    models = requests.get(f"{ENGINE_URL}/v1/models", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
+    assert models.status_code == 200

@@ -1,0 +1,27 @@
+"""`invoke down --host local`: containers go; results, secrets and monitoring data stay."""
+
+from __future__ import annotations
+
+from station import paths
+from tests.integration.conftest import invoke, succeeded
+
+
+def test_down_removes_containers_and_keeps_results_and_secrets(docker_client, first_deploy) -> None:
+    runs_before = sorted(paths.RESULTS.iterdir())
+    run = succeeded(invoke("down", "--host", "local"))
+    assert "Removed station's containers from local." in run.output
+    assert [c.name for c in docker_client.containers.list(all=True) if c.name.startswith("station-")] == []
+    assert not docker_client.networks.list(names=["station"])
+    assert sorted(paths.RESULTS.iterdir()) == runs_before
+    assert (paths.SECRETS / "local" / "vllm_api_key").is_file()
+    assert docker_client.volumes.get("station-prometheus-data")
+
+
+def test_a_second_down_changes_nothing() -> None:
+    assert "Nothing ran on local." in succeeded(invoke("down", "--host", "local")).output
+
+
+def test_smoke_bench_without_an_engine_fails_and_says_what_to_do() -> None:
+    run = invoke("smoke-bench", "--host", "local")
+    assert run.returncode == 1
+    assert "is not up" in run.output and "invoke deploy --host local" in run.output
