@@ -11,13 +11,14 @@ from contextlib import contextmanager
 from invoke import Collection, Context, Exit, task
 from rich.console import Console
 
-from station import actions, report
+from station import actions, report, sim
 from station.errors import StationError
 
 console = Console()
 
 HOST_HELP = "Inventory host (ansible/inventory/hosts.yml); default: local, this machine"
 RECIPE_HELP = "Recipe name under recipes/ or a path to a recipe file; default: cpu-smoke"
+TAGS_HELP = "Only these stages, comma-separated (preflight, nvidia_driver, docker_engine, ...)"
 
 
 @contextmanager
@@ -32,6 +33,23 @@ def user_errors() -> Iterator[None]:
 
 def host_and_recipe(c: Context, host: str | None, recipe: str | None = None) -> tuple[str, str]:
     return host or c.config.station.host, recipe or c.config.station.recipe
+
+
+@task(help={"host": HOST_HELP, "recipe": "Recipe whose GPU needs to check (optional)", "tags": TAGS_HELP})
+def provision(c, host=None, recipe=None, tags=""):
+    """Take a host to ready: checks, NVIDIA driver, container toolkit, Docker, tuning; a second run changes nothing."""
+    host = host or c.config.station.host
+    with user_errors():
+        done = actions.provision(host, recipe, tags, console)
+        console.print(report.provisioning(done))
+
+
+@task(help={"host": HOST_HELP, "recipe": RECIPE_HELP})
+def bundle(c, host=None, recipe=None):
+    """Build the offline bundle (images and wheels) a host without registry access needs for a recipe."""
+    host, recipe = host_and_recipe(c, host, recipe)
+    with user_errors():
+        console.print(f"Offline bundle: {actions.build_bundle(host, recipe, console)}")
 
 
 @task(help={"host": HOST_HELP, "recipe": RECIPE_HELP})
@@ -71,5 +89,19 @@ def down(c, host=None):
         console.print(f"Removed station's containers from {host}." if result.changed else f"Nothing ran on {host}.")
 
 
-ns = Collection(deploy, smoke_bench, status, down)
+@task(name="sim-up")
+def sim_up(c):
+    """Start the simulated host `sim` (a Debian container reached over SSH, no GPU) for trying provision and deploy."""
+    with user_errors():
+        sim.up(console)
+
+
+@task(name="sim-down")
+def sim_down(c):
+    """Remove the simulated host and its Docker data."""
+    with user_errors():
+        sim.down(console)
+
+
+ns = Collection(provision, bundle, deploy, smoke_bench, status, down, sim_up, sim_down)
 ns.configure({"station": {"host": "local", "recipe": "cpu-smoke"}})

@@ -11,9 +11,8 @@ from typing import Any
 
 from rich.console import Console
 
-from station import bench_result, images, inventory, paths, playbook, provenance, render, runs
+from station import bench_result, bundle, images, inventory, paths, playbook, provenance, render, runs
 from station import recipe as recipes
-from station.errors import StationError
 from station.recipe import Recipe
 
 
@@ -31,19 +30,22 @@ def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, str]
     return builds
 
 
-def prepare_images(host: str, recipe: Recipe, console: Console) -> None:
+def ensure_images(host: str, recipe: Recipe, console: Console) -> list[str]:
+    """Build, on the controller, the images this host cannot pull; returns their tags."""
     builds = images_to_build(recipe, inventory.host_vars(host))
-    if not builds:
-        return
-    if not inventory.is_local(host):
-        raise StationError(
-            f"{host} needs images built by station ({', '.join(builds)}), and delivering them to a remote host "
-            "is done by provisioning",
-            f"run `invoke provision --host {host}` first, or use a recipe whose images are pulled by digest",
-        )
-    engine = images.client()
-    for tag, folder in builds.items():
-        images.ensure(engine, tag, folder, console)
+    if builds:
+        engine = images.client()
+        for tag, folder in builds.items():
+            images.ensure(engine, tag, folder, console)
+    return list(builds)
+
+
+def prepare_images(host: str, recipe: Recipe, console: Console) -> dict[str, Any]:
+    """Images for the deploy: a remote host gets them in the offline bundle, whose path is returned as vars."""
+    tags = ensure_images(host, recipe, console)
+    if not tags or inventory.is_local(host):
+        return {}  # nothing to deliver, or the host's Docker engine is this one
+    return {"offline_bundle_dir": str(bundle.build(images.client(), tags, console))}
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,8 @@ def deploy(host: str, recipe_name: str, console: Console) -> Deployment:
     started = time.monotonic()
     recipe = recipes.load(recipe_name)
     host_vars = inventory.host_vars(host)
-    prepare_images(host, recipe, console)
-    result = playbook.run("deploy", host, render.engine_vars(recipe) | controller_vars(), console)
+    delivery = prepare_images(host, recipe, console)
+    result = playbook.run("deploy", host, render.engine_vars(recipe) | controller_vars() | delivery, console)
     return Deployment(
         host=host,
         recipe=recipe,
@@ -107,6 +109,37 @@ def smoke_bench(host: str, recipe_name: str, console: Console) -> BenchRun:
     }
     path = runs.write(run_id, record)
     return BenchRun(run_id, recipe, result, problems, path, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class Provisioning:
+    host: str
+    changed_tasks: list[str]
+    seconds: float
+
+
+def provision_vars(recipe: Recipe | None) -> dict[str, Any]:
+    """What a recipe adds to provisioning: its GPU memory need, and its engine image to prove the GPU runtime."""
+    if recipe is None or not recipe.engine.container.gpus:
+        return {}
+    return {
+        "preflight_min_gpu_memory_gib": recipe.engine.container.gpu_memory_gib,
+        "nvidia_container_toolkit_verify_image": recipe.engine.image,
+    }
+
+
+def provision(host: str, recipe_name: str | None, tags: str, console: Console) -> Provisioning:
+    started = time.monotonic()
+    recipe = recipes.load(recipe_name) if recipe_name else None
+    inventory.host_vars(host)
+    result = playbook.run("provision", host, controller_vars() | provision_vars(recipe), console, tags)
+    return Provisioning(host, result.changed_tasks, time.monotonic() - started)
+
+
+def build_bundle(host: str, recipe_name: str, console: Console) -> Path:
+    """The offline bundle for what this host needs to serve this recipe."""
+    tags = ensure_images(host, recipes.load(recipe_name), console)
+    return bundle.build(images.client(), tags, console)
 
 
 def status(host: str, console: Console) -> dict[str, Any]:

@@ -14,10 +14,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import docker
 from docker.errors import APIError, DockerException, ImageNotFound
 from rich.console import Console
 
+import docker
 from station import paths, wheelhouse
 from station.errors import StationError
 
@@ -81,8 +81,15 @@ def _build(engine: docker.DockerClient, archive: Path, tag: str, console: Consol
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}") as status:
         try:
-            for chunk in engine.api.build(fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True,
-                                          decode=True, buildargs={"BASE_IMAGE": BASE_IMAGE}):  # fmt: skip
+            for chunk in engine.api.build(
+                fileobj=context,
+                custom_context=True,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                buildargs={"BASE_IMAGE": BASE_IMAGE},
+            ):
                 if "error" in chunk:
                     raise StationError(f"building {tag} failed: {chunk['error'].strip()}", f"full log: {log_path}")
                 line = chunk.get("stream", "")

@@ -15,7 +15,12 @@ from station.playbook import ansible_env
 @cache
 def _inventory() -> dict[str, Any]:
     result = subprocess.run(
-        ["ansible-inventory", "--list"], capture_output=True, text=True, env=ansible_env(), cwd=paths.ANSIBLE, check=False
+        ["ansible-inventory", "--list"],
+        capture_output=True,
+        text=True,
+        env=ansible_env(),
+        cwd=paths.ANSIBLE,
+        check=False,
     )
     if result.returncode != 0:
         raise StationError(f"the inventory could not be read:\n{result.stderr.strip()}", "fix ansible/inventory/")

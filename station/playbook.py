@@ -49,12 +49,12 @@ def ansible_env() -> dict[str, str]:
     }
 
 
-def run(playbook: str, host: str, extra_vars: dict[str, Any], console: Console) -> PlaybookResult:
+def run(playbook: str, host: str, extra_vars: dict[str, Any], console: Console, tags: str = "") -> PlaybookResult:
     """Run ansible/playbooks/<playbook>.yml against one host; raise StationError on failure."""
-    return run_file(paths.ANSIBLE / "playbooks" / f"{playbook}.yml", host, extra_vars, console)
+    return run_file(paths.ANSIBLE / "playbooks" / f"{playbook}.yml", host, extra_vars, console, tags)
 
 
-def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console) -> PlaybookResult:
+def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console, tags: str = "") -> PlaybookResult:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     name = f"{stamp}-{path.stem}-{host}"
     paths.LOGS.mkdir(parents=True, exist_ok=True)
@@ -63,6 +63,8 @@ def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console
     vars_file.parent.mkdir(parents=True, exist_ok=True)
     vars_file.write_text(json.dumps(extra_vars, indent=2))
     cmd = ["ansible-playbook", str(path), "--limit", host, "--extra-vars", f"@{vars_file}"]
+    if tags:
+        cmd += ["--tags", tags]
     result = _stream(cmd, log, console)
     result.log = log
     _raise_on_failure(result, host, path.stem)
@@ -73,8 +75,9 @@ def _stream(cmd: list[str], log: Path, console: Console) -> PlaybookResult:
     result = PlaybookResult()
     with (
         log.open("w") as log_file,
-        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env(),
-                         cwd=paths.ANSIBLE) as proc,  # fmt: skip
+        subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env(), cwd=paths.ANSIBLE
+        ) as proc,
         console.status("Starting Ansible") as status,
     ):
         renderer = _Renderer(console, status, result)
@@ -93,6 +96,7 @@ class _Renderer:
     def __init__(self, console: Console, status: Status, result: PlaybookResult) -> None:
         self.console, self.status, self.result = console, status, result
         self.task_started = time.monotonic()
+        self.notes: set[str] = set()
 
     def line(self, text: str) -> None:
         try:
@@ -115,6 +119,11 @@ class _Renderer:
         if changed:
             self.result.changed_tasks.append(task)
             self.console.print(f"  [yellow]changed[/] {task}", highlight=False)
+
+    def on_note(self, task: str, msg: str = "", **_: Any) -> None:
+        if msg not in self.notes:  # a role's own preflight may repeat a playbook's
+            self.notes.add(msg)
+            self.console.print(f"  [cyan]note[/] {msg}", highlight=False)
 
     def on_skipped(self, task: str, skip_reason: str = "", **_: Any) -> None:
         if skip_reason and skip_reason != "Conditional result was False":

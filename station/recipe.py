@@ -49,6 +49,7 @@ class Model(_Strict):
 
 class Container(_Strict):
     gpus: bool = True
+    gpu_memory_gib: Annotated[int, Field(ge=0, description="Memory each GPU needs; provisioning checks it")] = 0
     shm_size: str = Field("16g", pattern=SIZE.pattern)
     ipc_host: bool = False
 

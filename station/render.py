@@ -28,11 +28,15 @@ def flag(name: str, value: ArgValue) -> list[str]:
 def serve_argv(recipe: Recipe) -> list[str]:
     """Arguments to `vllm serve` (the engine image's entrypoint)."""
     argv = [
-        "--model", recipe.model.id,
-        "--served-model-name", recipe.model.served_name,
-        "--host", "0.0.0.0",
-        "--port", str(ENGINE_CONTAINER_PORT),
-    ]  # fmt: skip
+        "--model",
+        recipe.model.id,
+        "--served-model-name",
+        recipe.model.served_name,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(ENGINE_CONTAINER_PORT),
+    ]
     if recipe.model.revision:
         argv += ["--revision", recipe.model.revision]
     for name, value in recipe.engine.args.items():
@@ -44,21 +48,34 @@ def bench_args(recipe: Recipe) -> list[str]:
     """Arguments to `vllm bench serve` that come from the recipe; the role adds the target and output."""
     profile = recipe.bench
     return [
-        "--backend", "vllm",
-        "--model", recipe.model.served_name,
-        "--tokenizer", recipe.model.id,
-        "--dataset-name", "random",
-        "--random-input-len", str(profile.input_len),
-        "--random-output-len", str(profile.output_len),
-        "--random-range-ratio", "0",
+        "--backend",
+        "vllm",
+        "--model",
+        recipe.model.served_name,
+        "--tokenizer",
+        recipe.model.id,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(profile.input_len),
+        "--random-output-len",
+        str(profile.output_len),
+        "--random-range-ratio",
+        "0",
         "--ignore-eos",
-        "--max-concurrency", str(profile.concurrency),
-        "--num-prompts", str(profile.num_prompts),
-        "--num-warmups", str(profile.warmups),
-        "--seed", "0",
-        "--percentile-metrics", PERCENTILE_METRICS,
-        "--metric-percentiles", METRIC_PERCENTILES,
-    ]  # fmt: skip
+        "--max-concurrency",
+        str(profile.concurrency),
+        "--num-prompts",
+        str(profile.num_prompts),
+        "--num-warmups",
+        str(profile.warmups),
+        "--seed",
+        "0",
+        "--percentile-metrics",
+        PERCENTILE_METRICS,
+        "--metric-percentiles",
+        METRIC_PERCENTILES,
+    ]
 
 
 def config_hash(recipe: Recipe) -> str:

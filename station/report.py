@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from station.actions import BenchRun, Deployment
+from station.actions import BenchRun, Deployment, Provisioning
 
 
 def deployment(done: Deployment) -> Table:
@@ -17,12 +17,25 @@ def deployment(done: Deployment) -> Table:
     table.add_row("Model", done.recipe.model.served_name)
     table.add_row("API key", f"{done.api_key_file}  (send as: Authorization: Bearer <key>)")
     table.add_row("Prometheus", done.prometheus_url)
-    if done.changed_tasks:
-        table.add_row("Changes", f"{len(done.changed_tasks)}: " + "; ".join(done.changed_tasks))
-    else:
-        table.add_row("Changes", "none: everything was already as the recipe says (Ansible changed=0)")
+    _changes(table, done.changed_tasks)
     table.add_row("Took", f"{done.seconds:.0f} s")
     return table
+
+
+def provisioning(done: Provisioning) -> Table:
+    table = Table(title=f"Provisioned {done.host}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    _changes(table, done.changed_tasks)
+    table.add_row("Took", f"{done.seconds:.0f} s")
+    return table
+
+
+def _changes(table: Table, changed_tasks: list[str]) -> None:
+    if changed_tasks:
+        table.add_row("Changes", "\n".join(changed_tasks))
+    else:
+        table.add_row("Changes", "none: the host was already as described (Ansible changed=0)")
 
 
 def bench(run: BenchRun) -> Table:

@@ -36,15 +36,27 @@ def is_complete(lock: Path, folder: Path) -> bool:
     """True when the folder holds a wheel with the locked hash for every pin."""
     if not folder.is_dir():
         return False
-    present = {_sha256(wheel) for wheel in folder.glob("*.whl")}
+    present = {sha256(wheel) for wheel in folder.glob("*.whl")}
     return set(locked_files(lock).values()) <= present
 
 
 def download(lock: Path, folder: Path) -> None:
     """Fetch exactly the locked wheels (hash-checked by pip) into folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes",
-           *TARGET, "-r", str(lock), "-d", str(folder)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--require-hashes",
+        *TARGET,
+        "-r",
+        str(lock),
+        "-d",
+        str(folder),
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise StationError(
@@ -65,11 +77,11 @@ def write_lock(folder: Path, lock: Path, header: str) -> None:
     lines = [f"# {line}" for line in header.splitlines()]
     for wheel in sorted(folder.glob("*.whl"), key=lambda p: p.name.lower()):
         name, version = wheel.name.split("-")[:2]
-        lines.append(f"{name.lower().replace('_', '-')}=={version} --hash=sha256:{_sha256(wheel)}")
+        lines.append(f"{name.lower().replace('_', '-')}=={version} --hash=sha256:{sha256(wheel)}")
     lock.write_text("\n".join(lines) + "\n")
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

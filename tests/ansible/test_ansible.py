@@ -19,8 +19,14 @@ PLAYBOOKS = sorted((paths.ANSIBLE / "playbooks").glob("*.yml"))
 
 
 def _ansible(*cmd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=paths.ANSIBLE, env=playbook.ansible_env() | {"ANSIBLE_STDOUT_CALLBACK": "default"},
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    return subprocess.run(
+        cmd,
+        cwd=paths.ANSIBLE,
+        env=playbook.ansible_env() | {"ANSIBLE_STDOUT_CALLBACK": "default"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def test_ansible_lint_production_profile_passes() -> None:
@@ -101,7 +107,8 @@ def test_an_unreachable_host_is_one_clear_line(tmp_path, monkeypatch) -> None:
 
 
 def _filters():
-    spec = importlib.util.spec_from_file_location("station_filters", paths.ANSIBLE / "plugins/filter/station_filters.py")
+    path = paths.ANSIBLE / "plugins" / "filter" / "station_filters.py"
+    spec = importlib.util.spec_from_file_location("station_filters", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -123,9 +130,14 @@ def test_container_summary_leaves_the_environment_out() -> None:
     }
     summary = _filters().container_summary(found)
     assert summary == {
-        "name": "station-vllm", "status": "running", "health": "healthy", "image": "img:1",
-        "recipe": "r", "ports": ["127.0.0.1:8000->8000/tcp"], "started_at": "t",
-    }  # fmt: skip
+        "name": "station-vllm",
+        "status": "running",
+        "health": "healthy",
+        "image": "img:1",
+        "recipe": "r",
+        "ports": ["127.0.0.1:8000->8000/tcp"],
+        "started_at": "t",
+    }
     assert "secret" not in str(summary)
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 import requests
 import testinfra
 
+import docker
 from station import images, paths, recipe
 from station.errors import StationError
 
@@ -60,8 +60,15 @@ def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -
     """Run the real CLI, as a user would (wide console so messages are not wrapped)."""
     argv = [str(Path(sys.executable).parent / "invoke"), *args]
     started = time.monotonic()
-    result = subprocess.run(argv, cwd=paths.ROOT, capture_output=True, text=True, timeout=timeout, check=False,
-                            env=os.environ | {"COLUMNS": "250"} | (env or {}))  # fmt: skip
+    result = subprocess.run(
+        argv,
+        cwd=paths.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=os.environ | {"COLUMNS": "250"} | (env or {}),
+    )
     return Invocation(argv, result.returncode, result.stdout + result.stderr, time.monotonic() - started)
 
 
@@ -153,6 +160,9 @@ def bench(first_deploy) -> BenchOutcome:
     (run_dir,) = set(paths.RESULTS.glob("*-local-cpu-smoke")) - before_runs
     record = json.loads((run_dir / "result.json").read_text())
     expected = tokens_before + record["metrics"]["total_output_tokens"]
-    tokens_after = wait_for(lambda: (value := prometheus_query(GENERATED)) >= expected and value, 30,
-                            "Prometheus to see the benchmark's tokens")  # fmt: skip
+    tokens_after = wait_for(
+        lambda: (value := prometheus_query(GENERATED)) >= expected and value,
+        30,
+        "Prometheus to see the benchmark's tokens",
+    )
     return BenchOutcome(run, record, run_dir, tokens_before, tokens_after)

@@ -78,7 +78,8 @@ def test_api_key_is_private_and_never_written_elsewhere(api_key) -> None:
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(key_file.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(paths.SECRETS.stat().st_mode) == 0o700
-    written = [p for folder in (paths.LOGS, paths.STATE / "run", paths.RESULTS) for p in folder.rglob("*") if p.is_file()]
+    folders = (paths.LOGS, paths.STATE / "run", paths.RESULTS)
+    written = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
     assert written, "expected logs and rendered vars to check"
     assert [p for p in written if api_key in p.read_text(errors="replace")] == []
 
@@ -101,6 +102,8 @@ def test_second_deploy_changes_nothing(engine) -> None:
 def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None:
     wait_for(engine_target_up, 60, "the vllm target to be up")
     shown = succeeded(invoke("status", "--host", "local")).output
-    assert any(ENGINE in line and "running" in line and "healthy" in line and "cpu-smoke" in line
-               for line in shown.splitlines())  # fmt: skip
+    assert any(
+        ENGINE in line and "running" in line and "healthy" in line and "cpu-smoke" in line
+        for line in shown.splitlines()
+    )
     assert any("scrape: vllm" in line and "up" in line for line in shown.splitlines())

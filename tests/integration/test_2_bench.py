@@ -17,8 +17,16 @@ def test_every_prompt_completed_with_every_output_token(bench, smoke) -> None:
 
 
 def test_the_table_shows_measured_and_reference_figures(bench) -> None:
-    for expected in ("Output tok/s", "11,840", "TTFT p50 / p99", "TPOT p50 / p99", "ITL p50 / p99",
-                     "Completed / failed", "256 / 0", "Achieved concurrency"):  # fmt: skip
+    for expected in (
+        "Output tok/s",
+        "11,840",
+        "TTFT p50 / p99",
+        "TPOT p50 / p99",
+        "ITL p50 / p99",
+        "Completed / failed",
+        "256 / 0",
+        "Achieved concurrency",
+    ):
         assert expected in bench.invocation.output
 
 

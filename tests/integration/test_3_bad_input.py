@@ -52,13 +52,27 @@ def test_taken_port_names_its_holder_and_changes_nothing(tmp_path, engine_id, do
         holder.listen()
         port = holder.getsockname()[1]
         inventory = tmp_path / "porttest.yml"
-        inventory.write_text(yaml.safe_dump({"offline": {"hosts": {"porttest": {
-            "ansible_connection": "local",
-            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-            "vllm_server_port": port,
-        }}}}))  # fmt: skip
-        run = invoke("deploy", "--host", "porttest",
-                     env={"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{inventory}"})  # fmt: skip
+        inventory.write_text(
+            yaml.safe_dump(
+                {
+                    "offline": {
+                        "hosts": {
+                            "porttest": {
+                                "ansible_connection": "local",
+                                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                                "vllm_server_port": port,
+                            }
+                        }
+                    }
+                }
+            )
+        )
+        run = invoke(
+            "deploy",
+            "--host",
+            "porttest",
+            env={"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{inventory}"},
+        )
     _failed(run, f"Port {port} on porttest is already taken by", f"(pid {os.getpid()})", "set vllm_server_port")
     assert docker_client.containers.get(ENGINE).id == engine_id
     assert not (paths.SECRETS / "porttest").exists()
@@ -72,14 +86,18 @@ def test_benchmarking_a_recipe_that_is_not_deployed_is_refused(tmp_path, cpu_smo
     assert docker_client.containers.get(ENGINE).id == engine_id
 
 
-def test_an_engine_failing_its_health_check_is_replaced_by_the_last_healthy_one(first_deploy, docker_client, smoke,
-                                                                                api_key):  # fmt: skip
+def test_an_engine_failing_its_health_check_is_replaced_by_the_last_healthy_one(
+    first_deploy, docker_client, smoke, api_key
+):
     from station import render
 
     run = invoke("deploy", "--recipe", str(FIXTURES / "recipes" / "cpu-smoke-unservable.yml"))
-    _failed(run, "The engine for recipe cpu-smoke-unservable failed",
-            "The last healthy engine (recipe cpu-smoke) was restored and is serving",
-            "max_model_len (65536) is greater than the derived max_model_len")  # fmt: skip
+    _failed(
+        run,
+        "The engine for recipe cpu-smoke-unservable failed",
+        "The last healthy engine (recipe cpu-smoke) was restored and is serving",
+        "max_model_len (65536) is greater than the derived max_model_len",
+    )
     engine = docker_client.api.inspect_container(ENGINE)
     assert engine["Config"]["Cmd"] == render.serve_argv(smoke)
     assert engine["State"]["Health"]["Status"] == "healthy"

@@ -35,7 +35,7 @@ def test_unknown_recipe_lists_the_available_ones() -> None:
 
 
 def test_missing_recipe_file_is_named() -> None:
-    with pytest.raises(StationError, match="recipe file /nope/r.yml does not exist"):
+    with pytest.raises(StationError, match=r"recipe file /nope/r\.yml does not exist"):
         recipe.load("/nope/r.yml")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import yaml
 
@@ -21,7 +23,10 @@ def smoke() -> recipe.Recipe:
         (256, ["--async-scheduling", "256"]),
         (0.5, ["--async-scheduling", "0.5"]),
         ("fp8", ["--async-scheduling", "fp8"]),
-        ({"method": "mtp", "num_speculative_tokens": 3}, ["--async-scheduling", '{"method":"mtp","num_speculative_tokens":3}']),
+        (
+            {"method": "mtp", "num_speculative_tokens": 3},
+            ["--async-scheduling", '{"method":"mtp","num_speculative_tokens":3}'],
+        ),
         ([1, 2], ["--async-scheduling", "[1,2]"]),
     ],
 )
@@ -31,20 +36,28 @@ def test_flag_rendering(value, argv) -> None:
 
 def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
     assert render.serve_argv(smoke) == [
-        "--model", "/opt/station/models/tiny-llama",
-        "--served-model-name", "tiny-llama",
-        "--host", "0.0.0.0",
-        "--port", "8000",
-        "--load-format", "dummy",
-        "--dtype", "float32",
-        "--max-model-len", "2048",
-        "--max-num-seqs", "256",
-    ]  # fmt: skip
+        "--model",
+        "/opt/station/models/tiny-llama",
+        "--served-model-name",
+        "tiny-llama",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8000",
+        "--load-format",
+        "dummy",
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "2048",
+        "--max-num-seqs",
+        "256",
+    ]
 
 
 def test_bench_args_carry_the_profile(smoke) -> None:
     args = render.bench_args(smoke)
-    pairs = dict(zip(args[::1], args[1:], strict=False))
+    pairs = dict(itertools.pairwise(args))
     assert pairs["--random-input-len"] == "512"
     assert pairs["--random-output-len"] == "512"
     assert pairs["--max-concurrency"] == "256"

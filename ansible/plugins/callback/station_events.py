@@ -41,7 +41,10 @@ class CallbackModule(CallbackBase):
         self._emit("task", name=task.get_name())
 
     def v2_runner_on_ok(self, result) -> None:
-        self._result("ok", result, changed=bool(result._result.get("changed")))
+        if result._task.action in ("debug", "ansible.builtin.debug"):
+            self._result("note", result)
+        else:
+            self._result("ok", result, changed=bool(result._result.get("changed")))
 
     def v2_runner_on_failed(self, result, ignore_errors=False) -> None:
         self._result("ok" if ignore_errors else "failed", result, changed=False)

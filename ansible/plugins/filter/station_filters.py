@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 WILDCARDS = {"0.0.0.0", "::", ""}
@@ -43,10 +44,22 @@ def target_summary(targets_response: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def json_object(text: str) -> dict[str, Any] | None:
+    """A JSON object parsed from text; {} for empty text, None when it is not a JSON object."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 class FilterModule:
     def filters(self):
         return {
             "station_local_address": local_address,
             "station_container_summary": container_summary,
             "station_target_summary": target_summary,
+            "station_json_object": json_object,
         }
