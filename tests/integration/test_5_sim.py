@@ -1,0 +1,228 @@
+"""Provisioning over SSH against the simulated host, then deploying and benchmarking into its own Docker engine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import testinfra
+import yaml
+
+from station import paths, sim
+from tests.conftest import FIXTURES
+from tests.integration.conftest import Invocation, invoke, succeeded
+
+PLANTED = {"labels": ["planted-by-test=yes"]}  # a key the host had before station came
+
+
+def sim_root(command: str) -> subprocess.CompletedProcess[str]:
+    """A command as root inside the simulated host: test set-up only, never how station reaches it."""
+    return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def fresh_sim(docker_client) -> None:
+    from rich.console import Console
+
+    sim.down(Console())
+    sim.up(Console())
+    sim_root(f"mkdir -p /etc/docker && echo '{json.dumps(PLANTED)}' > /etc/docker/daemon.json")
+
+
+@pytest.fixture(scope="module")
+def provisioned(fresh_sim) -> tuple[Invocation, Invocation]:
+    first = succeeded(invoke("provision", "--host", "sim"))
+    second = succeeded(invoke("provision", "--host", "sim"))
+    print(f"provision on sim: first {first.seconds:.0f} s, second {second.seconds:.0f} s")
+    return first, second
+
+
+@pytest.fixture(scope="module")
+def sim_host(provisioned):
+    """testinfra over SSH, with the same key and pinned host key Ansible uses."""
+    secrets = paths.SECRETS / "sim"
+    return testinfra.get_host(
+        f"ssh://{sim.USER}@127.0.0.1:{sim.SSH_PORT}",
+        ssh_identity_file=str(secrets / "id_ed25519"),
+        ssh_extra_args=f"-o UserKnownHostsFile={secrets / 'known_hosts'} -o StrictHostKeyChecking=yes",
+        sudo=True,
+    )
+
+
+def extra_inventory(tmp_path, hosts: dict) -> dict[str, str]:
+    """Env that adds hosts to the inventory for one invocation."""
+    path = tmp_path / "extra.yml"
+    path.write_text(yaml.safe_dump({"offline": {"hosts": hosts}}))
+    return {"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{path}"}
+
+
+def like_sim(**overrides) -> dict:
+    """A host reached exactly like sim, with some variables changed."""
+    secrets = paths.SECRETS / "sim"
+    return {
+        "ansible_host": "127.0.0.1",
+        "ansible_port": sim.SSH_PORT,
+        "ansible_user": sim.USER,
+        "ansible_become": True,
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "ansible_ssh_private_key_file": str(secrets / "id_ed25519"),
+        "ansible_ssh_common_args": f"-o UserKnownHostsFile={secrets / 'known_hosts'} -o StrictHostKeyChecking=yes",
+        "station_allow_no_gpu": True,
+        "preflight_min_free_disk_gb": 1,
+        "host_tuning_container_ulimits": {},
+    } | overrides
+
+
+def test_a_second_provision_changes_nothing(provisioned) -> None:
+    first, second = provisioned
+    assert "changed docker_engine" in first.output
+    assert "Ansible changed=0" in second.output
+
+
+def test_the_missing_gpu_is_noted_not_hidden(provisioned) -> None:
+    first, _ = provisioned
+    assert "No NVIDIA GPU on sim" in first.output and "station_allow_no_gpu" in first.output
+    assert "the NVIDIA container toolkit is not installed" in first.output
+
+
+def test_docker_runs_on_the_host(sim_host) -> None:
+    assert sim_host.run("docker version --format '{{.Server.Version}}'").rc == 0
+
+
+def test_daemon_json_holds_our_keys_and_the_planted_one(sim_host) -> None:
+    daemon = sim_host.file("/etc/docker/daemon.json")
+    assert (daemon.user, daemon.group, daemon.mode) == ("root", "root", 0o644)
+    settings = json.loads(daemon.content_string)
+    assert settings["labels"] == PLANTED["labels"]
+    assert settings["log-driver"] == "json-file"
+    assert settings["log-opts"] == {"max-size": "100m", "max-file": "5"}
+    assert settings["live-restore"] is True
+
+
+def test_the_ssh_user_may_use_docker(sim_host) -> None:
+    assert sim_host.group("docker").exists
+    assert "docker" in sim_host.user(sim.USER).groups
+
+
+@pytest.mark.parametrize(
+    ("path", "mode"),
+    [("/var/lib/station", 0o755), ("/var/lib/station/state", 0o750), ("/var/lib/station/secrets", 0o700),
+     ("/var/lib/station/models", 0o750)],
+)  # fmt: skip
+def test_station_folders_have_their_modes(sim_host, path: str, mode: int) -> None:
+    folder = sim_host.file(path)
+    assert folder.is_directory and folder.user == "root" and folder.mode == mode
+
+
+def test_sshd_still_answers_after_provisioning(sim_host) -> None:
+    assert sim_host.socket("tcp://0.0.0.0:22").is_listening
+    assert sim_host.run("true").rc == 0
+
+
+@pytest.fixture
+def fixture_nvidia_smi(provisioned):
+    """Place the fixture nvidia-smi (a stand-in for a GPU the sim lacks); remove it afterwards."""
+    subprocess.run(["docker", "cp", str(FIXTURES / "sim" / "fixture-nvidia-smi"),
+                    f"{sim.CONTAINER}:/usr/local/bin/nvidia-smi"], check=True)  # fmt: skip
+
+    def with_driver(driver: str, cuda: str) -> None:
+        sim_root(f"echo '{driver} {cuda}' > /etc/station-fixture-driver")
+
+    yield with_driver
+    sim_root("rm -f /usr/local/bin/nvidia-smi /etc/station-fixture-driver")
+
+
+def test_a_new_enough_driver_is_left_alone(fixture_nvidia_smi) -> None:
+    fixture_nvidia_smi("580.95.05", "13.0")
+    run = succeeded(invoke("provision", "--host", "sim", "--tags", "preflight,nvidia_driver"))
+    assert "FIXTURE GPU (stand-in); driver 580.95.05, CUDA 13.0 (read with nvidia-smi)" in run.output
+    assert "NVIDIA driver 580.95.05 (CUDA 13.0) is at least 580.65.06: left as it is" in run.output
+    assert "Ansible changed=0" in run.output
+
+
+def test_a_too_old_driver_fails_with_what_to_do(fixture_nvidia_smi) -> None:
+    fixture_nvidia_smi("535.54.03", "12.2")
+    run = invoke("provision", "--host", "sim", "--tags", "preflight,nvidia_driver")
+    assert run.returncode == 1, run.output
+    assert "NVIDIA driver 535.54.03 on sim is older than 580.65.06" in run.output
+    assert "nvidia_driver_install: true" in run.output
+    assert "Traceback" not in run.output
+
+
+def test_an_unreachable_host_is_one_clear_line(tmp_path) -> None:
+    env = extra_inventory(tmp_path, {"gone": {"ansible_host": "127.0.0.1", "ansible_port": 1}})
+    run = invoke("provision", "--host", "gone", env=env)
+    assert run.returncode == 1
+    assert "error: gone is unreachable: " in run.output and "Traceback" not in run.output
+
+
+def test_a_wrong_ssh_user_is_one_clear_line(tmp_path, provisioned) -> None:
+    env = extra_inventory(tmp_path, {"wrong-user": like_sim(ansible_user="nobody")})
+    run = invoke("provision", "--host", "wrong-user", env=env)
+    assert run.returncode == 1
+    assert "error: wrong-user is unreachable: " in run.output and "Permission denied" in run.output
+
+
+def test_an_unsupported_os_is_named_with_the_supported_list(tmp_path, provisioned) -> None:
+    env = extra_inventory(tmp_path, {"strict": like_sim(preflight_supported_os=["Ubuntu 24.04"])})
+    run = invoke("provision", "--host", "strict", env=env)
+    assert run.returncode == 1
+    assert "Debian 12 on strict is not supported. Supported: Ubuntu 24.04" in run.output
+
+
+def test_a_variable_of_the_wrong_type_is_caught_before_any_change(tmp_path, sim_host) -> None:
+    before = sim_host.file("/etc/docker/daemon.json").content_string
+    env = extra_inventory(tmp_path, {"badvar": like_sim(docker_engine_log_max_files="many")})
+    run = invoke("provision", "--host", "badvar", env=env)
+    assert run.returncode == 1
+    assert "docker_engine_log_max_files" in run.output and "int" in run.output
+    assert sim_host.file("/etc/docker/daemon.json").content_string == before
+
+
+@pytest.fixture(scope="module")
+def deployed_on_sim(provisioned) -> Invocation:
+    run = succeeded(invoke("deploy", "--host", "sim"))
+    print(f"deploy on sim (bundle delivered): {run.seconds:.0f} s")
+    return run
+
+
+def test_deploy_delivers_the_bundle_images_to_the_host(deployed_on_sim, sim_host, docker_client) -> None:
+    manifest = json.loads((paths.STATE / "bundle" / "manifest.json").read_text())
+    for image in manifest["images"]:
+        assert image["id"] == docker_client.images.get(image["tag"]).id
+        shown = sim_host.run(f"docker image inspect --format '{{{{.Id}}}}' {image['tag']}")
+        assert shown.stdout.strip() == image["id"]
+
+
+def test_deploy_places_the_pinned_wheelhouse_on_the_host(deployed_on_sim, sim_host) -> None:
+    wheels = "/var/lib/station/bundle/wheels"
+    lock = (paths.DOCKER / "vllm-cpu" / "requirements.lock").read_text()
+    assert sim_host.file(f"{wheels}/requirements.lock").content_string == lock
+    checked = sim_host.run(f'cd {wheels} && python3 -c "{VERIFY_WHEELS}"')
+    assert checked.rc == 0, checked.stdout + checked.stderr
+
+
+# Every pin of requirements.lock has a wheel with that sha256 in the folder.
+VERIFY_WHEELS = (
+    "import hashlib, pathlib; "
+    "pins = {l.split('--hash=sha256:')[1].strip() for l in open('requirements.lock') if '--hash=' in l}; "
+    "have = {hashlib.sha256(p.read_bytes()).hexdigest() for p in pathlib.Path('.').glob('*.whl')}; "
+    "missing = pins - have; print(len(pins), 'pins', len(missing), 'missing'); raise SystemExit(bool(missing))"
+)
+
+
+def test_a_second_deploy_on_the_host_changes_nothing(deployed_on_sim) -> None:
+    again = succeeded(invoke("deploy", "--host", "sim"))
+    print(f"second deploy on sim: {again.seconds:.0f} s")
+    assert "Ansible changed=0" in again.output
+
+
+def test_smoke_bench_runs_on_the_host_through_the_same_path(deployed_on_sim, smoke) -> None:
+    before = set(paths.RESULTS.glob("*-sim-cpu-smoke"))
+    succeeded(invoke("smoke-bench", "--host", "sim"))
+    (run_dir,) = set(paths.RESULTS.glob("*-sim-cpu-smoke")) - before
+    record = json.loads((run_dir / "result.json").read_text())
+    print(f"cpu-smoke on sim: {record['metrics']['output_throughput']:.0f} output tok/s")
+    assert record["metrics"]["completed"] == smoke.bench.num_prompts and record["metrics"]["failed"] == 0
+    assert record["provenance"]["host"]["name"] == "sim" and record["provenance"]["host"]["hostname"] == "sim"

@@ -1,0 +1,23 @@
+"""station_free_space, the module behind the preflight's disk check."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from station import paths
+
+
+def _module():
+    path = paths.ANSIBLE / "library" / "station_free_space.py"
+    spec = importlib.util.spec_from_file_location("station_free_space", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_path_that_does_not_exist_yet_is_measured_where_it_will_be(tmp_path) -> None:
+    result = _module().free_space(str(tmp_path / "not" / "yet" / "there"))
+    stats = os.statvfs(tmp_path)
+    assert result["checked"] == str(tmp_path)
+    assert result["free_gb"] == round(stats.f_bavail * stats.f_frsize / 1000**3, 1)
