@@ -10,7 +10,8 @@ def test_down_removes_containers_and_keeps_results_and_secrets(docker_client, fi
     runs_before = sorted(paths.RESULTS.iterdir())
     run = succeeded(invoke("down", "--host", "local"))
     assert "Removed station's containers from local." in run.output
-    assert [c.name for c in docker_client.containers.list(all=True) if c.name.startswith("station-")] == []
+    managed = {"station-vllm", "station-prometheus", "station-bench"}
+    assert {c.name for c in docker_client.containers.list(all=True)} & managed == set()
     assert not docker_client.networks.list(names=["station"])
     assert sorted(paths.RESULTS.iterdir()) == runs_before
     assert (paths.SECRETS / "local" / "vllm_api_key").is_file()
