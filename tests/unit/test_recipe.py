@@ -12,7 +12,9 @@ from station.errors import StationError
 
 @pytest.mark.parametrize("name", recipe.available())
 def test_every_shipped_recipe_is_valid(name: str) -> None:
-    assert recipe.load(name).name == name
+    labelled = recipe.load_labelled(name)
+    assert labelled
+    assert recipe.load(name).name.startswith(name)
 
 
 def test_cpu_smoke_has_the_published_traffic_shape() -> None:
