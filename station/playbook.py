@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -82,9 +83,15 @@ def _stream(cmd: list[str], log: Path, console: Console) -> PlaybookResult:
     ):
         renderer = _Renderer(console, status, result)
         assert proc.stdout is not None
-        for line in proc.stdout:
-            log_file.write(line)
-            renderer.line(line.rstrip("\n"))
+        try:
+            for line in proc.stdout:
+                log_file.write(line)
+                renderer.line(line.rstrip("\n"))
+        except KeyboardInterrupt:
+            # Ctrl-C in a terminal reaches Ansible too; a signal sent to station alone must as well.
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+            raise
     if proc.returncode != 0 and not (result.failed or result.unreachable):
         raise StationError(f"ansible-playbook exited with {proc.returncode}", f"see {log}")
     return result

@@ -26,6 +26,7 @@ from station.errors import StationError
 
 ENGINE = "station-vllm"
 PROMETHEUS = "station-prometheus"
+NODE_EXPORTER = "station-node-exporter"
 PROMETHEUS_URL = "http://127.0.0.1:9090"
 ENGINE_URL = "http://127.0.0.1:8000"
 
@@ -56,9 +57,16 @@ class Invocation:
     seconds: float
 
 
+CLI_ENV = {"COLUMNS": "250"}  # a wide console: messages are not wrapped
+
+
+def cli(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "invoke"), *args]
+
+
 def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -> Invocation:
-    """Run the real CLI, as a user would (wide console so messages are not wrapped)."""
-    argv = [str(Path(sys.executable).parent / "invoke"), *args]
+    """Run the real CLI, as a user would."""
+    argv = cli(*args)
     started = time.monotonic()
     result = subprocess.run(
         argv,
@@ -67,7 +75,7 @@ def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -
         text=True,
         timeout=timeout,
         check=False,
-        env=os.environ | {"COLUMNS": "250"} | (env or {}),
+        env=os.environ | CLI_ENV | (env or {}),
     )
     return Invocation(argv, result.returncode, result.stdout + result.stderr, time.monotonic() - started)
 

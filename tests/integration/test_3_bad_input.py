@@ -105,3 +105,45 @@ def test_an_engine_failing_its_health_check_is_replaced_by_the_last_healthy_one(
 
     models = requests.get(f"{ENGINE_URL}/v1/models", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
     assert models.status_code == 200
+
+
+@pytest.fixture
+def cpu_ladder_data() -> dict:
+    return yaml.safe_load((paths.RECIPES / "cpu-ladder.yml").read_text())
+
+
+def _ladder_file(tmp_path, data: dict, step: int, args: dict):
+    data["steps"][step]["args"] = args
+    path = tmp_path / "ladder.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_misspelt_flag_stops_the_ladder_naming_step_flag_and_spelling(
+    tmp_path, cpu_ladder_data, engine_id, docker_client
+) -> None:
+    path = _ladder_file(tmp_path, cpu_ladder_data, 2, {"max-num-batched-token": 8192})
+    run = invoke("ladder", "--recipe", str(path), "--fresh")
+    _failed(
+        run,
+        "step 2 (batched-token budget 8192): --max-num-batched-token: unrecognized argument",
+        "nearest valid spelling: --max-num-batched-tokens",
+        "nothing was changed on local",
+    )
+    assert docker_client.containers.get(ENGINE).id == engine_id
+
+
+def test_a_bad_value_stops_a_deploy_naming_the_flag(tmp_path, cpu_ladder_data, engine_id, docker_client) -> None:
+    path = _ladder_file(tmp_path, cpu_ladder_data, 4, {"performance-mode": "fastest"})
+    run = invoke("deploy", "--recipe", f"{path}:4")
+    _failed(run, "cpu-ladder-step4: --performance-mode: argument --performance-mode: invalid choice: 'fastest'")
+    assert docker_client.containers.get(ENGINE).id == engine_id
+
+
+def test_check_recipe_on_the_controller_rejects_a_misspelt_flag(tmp_path, cpu_ladder_data) -> None:
+    path = _ladder_file(tmp_path, cpu_ladder_data, 3, {"async-schedulng": True})
+    _failed(
+        invoke("check-recipe", "--recipe", str(path)),
+        "rejected  step 3 (async scheduling): --async-schedulng: unrecognized argument",
+        "nearest valid spelling: --async-scheduling",
+    )

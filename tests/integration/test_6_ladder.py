@@ -1,0 +1,101 @@
+"""`invoke ladder` end to end on the CPU engine, interrupted after one step and resumed; the GB300 flags checked.
+
+The ladder run is the slowest test: five engine starts and benchmarks. Its
+figures are printed, not asserted: they are numbers to report, not targets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from station import ladder, paths, recipe
+from tests.integration.conftest import CLI_ENV, Invocation, cli, invoke, succeeded, wait_for
+
+SHIPPED_LADDERS = [name for name in recipe.available() if name.startswith("nemotron-")]
+
+
+@pytest.mark.parametrize("name", SHIPPED_LADDERS)
+def test_every_nemotron_step_parses_with_the_pinned_vllm_parser(name: str) -> None:
+    run = succeeded(invoke("check-recipe", "--recipe", name))
+    steps = len(recipe.load_ladder(name).steps)
+    assert run.output.count("  ok  step ") == steps, run.output
+    assert "accepts every argument" in run.output
+
+
+def _newest_state(started_after: set) -> ladder.LadderRun | None:
+    fresh = set(ladder.LADDERS.glob("*-local-cpu-ladder/state.json")) - started_after
+    if not fresh:
+        return None
+    return ladder.LadderRun.model_validate_json(max(fresh).read_text())
+
+
+@pytest.fixture(scope="module")
+def interrupted() -> tuple[ladder.LadderRun, str]:
+    """`invoke ladder` stopped with SIGINT (as Ctrl-C does) once its first step is measured."""
+    before = set(ladder.LADDERS.glob("*/state.json"))
+    proc = subprocess.Popen(
+        cli("ladder", "--host", "local", "--recipe", "cpu-ladder", "--fresh"),
+        cwd=paths.ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ | CLI_ENV,
+    )
+    try:
+        state = wait_for(lambda: (s := _newest_state(before)) and s.rows and s, 1200, "the ladder's first step")
+        time.sleep(5)  # into the next step's deploy
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, output
+    assert "run the same command again to resume" in output
+    return state, output
+
+
+@pytest.fixture(scope="module")
+def resumed(interrupted) -> tuple[ladder.LadderRun, Invocation]:
+    run = succeeded(invoke("ladder", "--host", "local", "--recipe", "cpu-ladder", timeout=3600))
+    state_file = ladder.LADDERS / interrupted[0].ladder_id / "state.json"
+    return ladder.LadderRun.model_validate_json(state_file.read_text()), run
+
+
+def test_an_interrupted_ladder_resumes_at_the_next_step(interrupted, resumed) -> None:
+    before, _ = interrupted
+    after, run = resumed
+    assert [r.step for r in before.rows] == [0]
+    assert f"Resuming ladder {before.ladder_id}: step(s) 0 measured, [1, 2, 3, 4] to go" in run.output
+    assert after.rows[0] == before.rows[0]  # step 0 was not measured again
+    assert "Step 0 (" not in run.output
+    assert "Step 1 (2 of 5)" in run.output and "Step 4 (5 of 5)" in run.output
+
+
+def test_every_step_has_a_valid_row_with_ratios_from_the_same_run(resumed) -> None:
+    state, run = resumed
+    assert state.finished is not None
+    assert [r.step for r in state.rows] == [0, 1, 2, 3, 4]
+    baseline = state.rows[0].output_throughput
+    for row in state.rows:
+        record = json.loads((paths.RESULTS / row.run_id / "result.json").read_text())
+        assert record["metrics"]["failed"] == 0 and record["problems"] == []
+        assert record["context"] == {"ladder_id": state.ladder_id, "step": row.step}
+        assert record["provenance"]["engine"]["labels"]["io.station.recipe"] == f"cpu-ladder-step{row.step}"
+        assert row.output_throughput == record["metrics"]["output_throughput"]
+        assert f"{row.output_throughput / baseline:.2f}x" in run.output
+    print("\n" + "\n".join(f"step {r.step}: {r.output_throughput:,.0f} tok/s ({r.seconds:.0f} s)" for r in state.rows))
+
+
+def test_report_and_chart_are_written(resumed) -> None:
+    state, run = resumed
+    report, chart = state.folder / "report.md", state.folder / "chart.png"
+    assert f"Report: {report}" in run.output
+    text = report.read_text()
+    assert text.count("\n| ") == 1 + len(state.rows)  # header and a row per step
+    assert "ratios are to step 0, measured in the same run" in text.lower()
+    assert chart.read_bytes()[:4] == b"\x89PNG"
