@@ -11,6 +11,7 @@ from station import paths, render
 from tests.integration.conftest import (
     ENGINE,
     ENGINE_URL,
+    NODE_EXPORTER,
     PROMETHEUS,
     engine_target_up,
     invoke,
@@ -18,7 +19,7 @@ from tests.integration.conftest import (
     wait_for,
 )
 
-PUBLISHED = [(ENGINE, 8000), (PROMETHEUS, 9090)]
+PUBLISHED = [(ENGINE, 8000), (PROMETHEUS, 9090), (NODE_EXPORTER, 9100)]
 
 
 def test_engine_runs_the_pinned_image_with_exactly_the_rendered_arguments(engine, smoke, docker_client) -> None:
@@ -52,7 +53,7 @@ def test_port_is_published_on_loopback_only(docker_client, local_host, container
     assert not local_host.socket(f"tcp://:::{port}").is_listening
 
 
-@pytest.mark.parametrize("container", [ENGINE, PROMETHEUS])
+@pytest.mark.parametrize("container", [ENGINE, PROMETHEUS, NODE_EXPORTER])
 def test_restart_policy_keeps_services_up(docker_client, first_deploy, container: str) -> None:
     policy = docker_client.api.inspect_container(container)["HostConfig"]["RestartPolicy"]
     assert policy["Name"] == "unless-stopped"

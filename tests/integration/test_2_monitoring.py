@@ -1,0 +1,209 @@
+"""Monitoring against the real thing: Prometheus scraping the CPU engine under the benchmark's load.
+
+Every dashboard query and every rule reading vLLM metrics is evaluated at the
+moment the benchmark finished; panels that cannot have data without a GPU are
+listed in OFF_GPU, not skipped. promtool checks the deployed configuration and
+runs the alert test cases against the deployed rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from station import dashboards, paths
+from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL
+
+# Panels and rules with no data off-GPU: no MTP head on the tiny model, no DCGM exporter.
+OFF_GPU_PANELS = {
+    "MTP acceptance rate",
+    "MTP mean acceptance length",
+    "Output tokens per joule",
+    "Energy cost per million output tokens",
+    *(panel.title for panel in dashboards.GPU),
+}
+OFF_GPU_RULES = {
+    "host:vllm_spec_decode_acceptance:ratio_rate5m",
+    "host:dcgm_power_usage_watts:sum",
+    "host:station_output_tokens_per_joule:ratio_rate1m",
+    "GpuXidError",
+    "GpuThrottled",
+}
+GRAFANA_UID = 472
+
+
+def query(expr: str, at: str) -> list[dict]:
+    response = requests.get(f"{PROMETHEUS_URL}/api/v1/query", params={"query": expr, "time": at}, timeout=30)
+    assert response.status_code == 200, f"{expr}: {response.text}"
+    return response.json()["data"]["result"]
+
+
+def grafana_to_promql(expr: str) -> str:
+    prices = yaml.safe_load(dashboards.PRICES.read_text())
+    expr = expr.replace("$__rate_interval", "1m").replace('host=~"$host"', 'host="local"')
+    return re.sub(r"\$(\w+)", lambda m: str(prices[m.group(1)]), expr)
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    return [
+        (f"{name}: {panel['title']}", target["expr"])
+        for name, board in dashboards.generate().items()
+        for panel in board["panels"]
+        if panel["title"] not in OFF_GPU_PANELS
+        for target in panel["targets"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def bench_end(bench) -> str:
+    return bench.record["provenance"]["bench"]["finished_at"]
+
+
+@pytest.fixture(scope="module")
+def deployed_rules(bench) -> list[dict]:
+    groups = requests.get(f"{PROMETHEUS_URL}/api/v1/rules", timeout=10).json()["data"]["groups"]
+    return [rule for group in groups for rule in group["rules"]]
+
+
+@pytest.mark.parametrize(("panel", "expr"), dashboard_queries(), ids=[p for p, _ in dashboard_queries()])
+def test_every_dashboard_query_returns_data_from_the_pinned_vllm(bench_end, panel: str, expr: str) -> None:
+    result = query(grafana_to_promql(expr), bench_end)
+    assert result, f"{panel}: no data for {expr}"
+
+
+def test_throughput_and_latency_panels_saw_the_load(bench, bench_end) -> None:
+    tokens = query(grafana_to_promql(dashboards.SERVING[0].queries[0][0]), bench_end)
+    assert float(tokens[0]["value"][1]) > 0
+    ttft_p99 = query(grafana_to_promql(dashboards.SERVING[3].queries[2][0]), bench_end)
+    assert float(ttft_p99[0]["value"][1]) > 0
+
+
+def test_every_rule_on_vllm_metrics_returns_data(deployed_rules, bench_end) -> None:
+    """Recording rules as written; alerts with their comparison opened up: their selectors and joins are tested."""
+    checked = 0
+    for rule in deployed_rules:
+        if rule["name"] in OFF_GPU_RULES or "vllm" not in rule["query"]:
+            continue
+        expr = re.sub(r"(==|!=|>=|<=|>|<)\s*[0-9.e+]+", "> -Inf", rule["query"])
+        assert query(expr, bench_end), f"{rule['name']}: no data for {expr}"
+        checked += 1
+    assert checked >= 10
+
+
+def test_off_gpu_lists_name_real_panels_and_rules(deployed_rules) -> None:
+    titles = {panel["title"] for board in dashboards.generate().values() for panel in board["panels"]}
+    assert titles >= OFF_GPU_PANELS
+    assert {rule["name"] for rule in deployed_rules} >= OFF_GPU_RULES
+
+
+def test_the_benchmark_appears_as_a_run_marker(bench, bench_end) -> None:
+    markers = query("max_over_time(station_benchmark_running[15m])", bench_end)
+    runs = {sample["metric"]["run_id"]: float(sample["value"][1]) for sample in markers}
+    assert runs.get(bench.record["run_id"]) == 1.0, runs
+
+
+def promtool(*args: str, volumes: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    image = json.loads(subprocess.check_output(["docker", "inspect", PROMETHEUS]))[0]["Config"]["Image"]
+    mounts = [arg for host, inside in (volumes or {}).items() for arg in ("-v", f"{host}:{inside}:ro")]
+    argv = ["docker", "run", "--rm", "--network", "none", *mounts, "--entrypoint", "promtool", image, *args]
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+def rules_dir() -> Path:
+    mounts = json.loads(subprocess.check_output(["docker", "inspect", PROMETHEUS]))[0]["Mounts"]
+    return Path(next(m["Source"] for m in mounts if m["Destination"] == "/etc/prometheus/rules"))
+
+
+def test_promtool_checks_the_deployed_config_and_rules(first_deploy) -> None:
+    config = subprocess.run(
+        ["docker", "exec", PROMETHEUS, "promtool", "check", "config", "/etc/prometheus/prometheus.yml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert config.returncode == 0, config.stdout + config.stderr
+    assert "SUCCESS: 2 rule files found" in config.stdout + config.stderr
+
+
+def alert_tests(rules: Path) -> subprocess.CompletedProcess:
+    tests = paths.ROOT / "monitoring" / "prometheus" / "tests" / "alerts.test.yml"
+    return promtool(
+        "test", "rules", "/w/alerts.test.yml", volumes={str(rules): "/w/rules", str(tests): "/w/alerts.test.yml"}
+    )
+
+
+def test_promtool_alert_tests_pass_against_the_deployed_rules(first_deploy) -> None:
+    result = alert_tests(rules_dir())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_the_alert_tests_fail_when_a_threshold_moves(first_deploy, tmp_path) -> None:
+    moved = tmp_path / "rules"
+    shutil.copytree(rules_dir(), moved)
+    alerts = moved / "alerts.yml"
+    alerts.write_text(
+        alerts.read_text().replace("vllm:kv_cache_usage_perc) > 0.95", "vllm:kv_cache_usage_perc) > 0.99")
+    )
+    result = alert_tests(moved)
+    assert result.returncode != 0
+    assert "VllmKvCacheNearFull" in result.stdout + result.stderr
+
+
+def test_node_exporter_reads_the_host(first_deploy, local_host) -> None:
+    metrics = local_host.check_output("curl -sf http://127.0.0.1:9100/metrics")
+    assert "node_filesystem_avail_bytes" in metrics and 'mountpoint="/"' in metrics
+
+
+def test_monitoring_images_are_pinned(docker_client, first_deploy) -> None:
+    for name in (PROMETHEUS, NODE_EXPORTER):
+        container = docker_client.api.inspect_container(name)
+        image = container["Config"]["Image"]
+        assert not image.endswith(":latest") and ":" in image
+        labels = docker_client.images.get(image).labels
+        assert "@sha256:" in image or labels.get("io.station.build-digest"), f"{name}: {image} is not pinned"
+
+
+def grafana_dir(local_host) -> Path:
+    return Path(local_host.environment()["HOME"]) / ".local" / "share" / "station" / "grafana"
+
+
+@pytest.mark.parametrize(
+    ("relative", "mode"),
+    [
+        ("provisioning/datasources/station.yml", 0o640),
+        ("provisioning/dashboards/station.yml", 0o640),
+        ("dashboards/serving.json", 0o640),
+        ("dashboards/gpu.json", 0o640),
+        ("dashboards/efficiency.json", 0o640),
+        ("secrets/admin_password", 0o600),
+        ("secrets", 0o750),
+        ("provisioning", 0o750),
+    ],
+)
+def test_grafana_files_are_in_place_owned_by_grafana(first_deploy, local_host, relative: str, mode: int) -> None:
+    placed = local_host.file(str(grafana_dir(local_host) / relative))
+    assert placed.exists
+    assert placed.uid == GRAFANA_UID
+    assert placed.mode == mode
+
+
+def test_grafana_admin_password_is_generated_private_and_not_a_default(first_deploy, local_host) -> None:
+    controller_copy = paths.SECRETS / "local" / "grafana_admin_password"
+    password = controller_copy.read_text().strip()
+    assert len(password) == 32 and password.lower() not in {"admin", "password", "grafana"}
+    assert controller_copy.stat().st_mode & 0o777 == 0o600
+    assert local_host.file(str(grafana_dir(local_host) / "secrets" / "admin_password")).content_string == password
+    assert password not in first_deploy.output
+
+
+def test_deploy_reports_grafana_skipped_with_the_reason(first_deploy) -> None:
+    assert "Grafana is skipped on local: this host reaches no container registry" in first_deploy.output
+    assert "the DCGM exporter is skipped" in first_deploy.output
