@@ -5,13 +5,29 @@ Thin by design: each task parses its arguments, calls station.actions, prints.
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from invoke import Collection, Context, Exit, task
 from rich.console import Console
 
-from station import actions, report, sim
+from station import (
+    accuracy,
+    actions,
+    argcheck,
+    cost,
+    gate,
+    ladder,
+    ladder_report,
+    report,
+    run_report,
+    runs,
+    sim,
+    tunnel,
+)
+from station import recipe as recipes
 from station.errors import StationError
 
 console = Console()
@@ -40,7 +56,7 @@ def provision(c, host=None, recipe=None, tags=""):
     """Take a host to ready: checks, NVIDIA driver, container toolkit, Docker, tuning; a second run changes nothing."""
     host = host or c.config.station.host
     with user_errors():
-        done = actions.provision(host, recipe, tags, console)
+        done = actions.provision(host, recipes.load(recipe) if recipe else None, tags, console)
         console.print(report.provisioning(done))
 
 
@@ -49,7 +65,7 @@ def bundle(c, host=None, recipe=None):
     """Build the offline bundle (images and wheels) a host without registry access needs for a recipe."""
     host, recipe = host_and_recipe(c, host, recipe)
     with user_errors():
-        console.print(f"Offline bundle: {actions.build_bundle(host, recipe, console)}")
+        console.print(f"Offline bundle: {actions.build_bundle(host, recipes.load(recipe), console)}")
 
 
 @task(help={"host": HOST_HELP, "recipe": RECIPE_HELP})
@@ -57,19 +73,184 @@ def deploy(c, host=None, recipe=None):
     """Deploy the recipe's engine and Prometheus on a host; a second run changes nothing."""
     host, recipe = host_and_recipe(c, host, recipe)
     with user_errors():
-        console.print(report.deployment(actions.deploy(host, recipe, console)))
+        console.print(report.deployment(actions.deploy(host, recipes.load(recipe), console)))
 
 
-@task(name="smoke-bench", help={"host": HOST_HELP, "recipe": RECIPE_HELP})
-def smoke_bench(c, host=None, recipe=None):
+@task(
+    name="smoke-bench",
+    help={
+        "host": HOST_HELP,
+        "recipe": RECIPE_HELP,
+        "baseline": "A run id to gate against: exit non-zero when this run is worse beyond the margins",
+        "max_throughput_drop": "Regression margin: output throughput may fall this many percent (default 5)",
+        "max_ttft_rise": "Regression margin: TTFT p99 may rise this many percent (default 10)",
+    },
+)
+def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None, max_ttft_rise=None):
     """Benchmark the deployed engine with the recipe's traffic profile, from the host itself."""
     host, recipe = host_and_recipe(c, host, recipe)
+    margins = gate.Margins(
+        throughput_drop_pct=float(max_throughput_drop or c.config.station.gate.max_throughput_drop_pct),
+        ttft_p99_rise_pct=float(max_ttft_rise or c.config.station.gate.max_ttft_p99_rise_pct),
+    )
     with user_errors():
-        run = actions.smoke_bench(host, recipe, console)
+        base = runs.select([baseline])[0] if baseline else None
+        run = actions.smoke_bench(host, recipes.load(recipe), console)
         console.print(report.bench(run))
         console.print(f"Result with provenance: {run.record_path}")
         if run.problems:
             raise StationError("not a valid measurement: " + "; ".join(run.problems), "see bench.log beside it")
+        if base:
+            regressed = gate.regressions(base, runs.select([run.run_id])[0], margins)
+            if regressed:
+                raise StationError(f"regression against {baseline}: " + "; ".join(regressed), "compare: invoke compare")
+            console.print(f"[green]No regression[/] against {baseline} (margins {margins}).", highlight=False)
+
+
+@task(
+    name="ladder",
+    help={
+        "host": HOST_HELP,
+        "recipe": "Ladder recipe name under recipes/ or a path; default: cpu-ladder",
+        "steps": "Only these steps, comma-separated (e.g. 0,3,5); default: all",
+        "fresh": "Start over instead of resuming an unfinished run of the same ladder",
+    },
+)
+def run_ladder(c, host=None, recipe="cpu-ladder", steps="", fresh=False):
+    """Deploy and benchmark a ladder's steps one by one, then compare them side by side; resumes when interrupted."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        definition = recipes.load_ladder(recipe)
+        try:
+            done = ladder.run(host, definition, ladder.select_steps(definition, steps), fresh, console)
+        except KeyboardInterrupt:
+            raise Exit("Interrupted: run the same command again to resume at the unfinished step.", 130) from None
+        report_file, chart_file = ladder_report.write(done, definition)
+        console.print(ladder_report.table(done))
+        console.print(f"Report: {report_file}\nChart: {chart_file}")
+
+
+@task(
+    name="check-recipe",
+    help={
+        "recipe": RECIPE_HELP + "; a ladder checks every step",
+        "host": "Check inside the pinned image on this inventory host; default: here, in a local image of that vLLM",
+    },
+)
+def check_recipe(c, recipe=None, host=None):
+    """Check every flag of a recipe with the pinned vLLM's own argument parser; changes nothing."""
+    recipe = recipe or c.config.station.recipe
+    with user_errors():
+        labelled = recipes.load_labelled(recipe)
+        if host:
+            actions.check_args(host, labelled, console)
+            console.print(f"vLLM on {host} accepts every argument of {len(labelled)} recipe(s) in {recipe}.")
+            return
+        image, verdicts = argcheck.check(labelled, console)
+        for verdict in verdicts:
+            console.print(
+                f"  {'[green]ok[/]' if verdict.ok else '[red]rejected[/]'}  {verdict.describe()}", highlight=False
+            )
+        argcheck.require_valid(verdicts, image)
+        console.print(f"vLLM in {image} accepts every argument of {recipe}.")
+
+
+@task(
+    name="report",
+    help={"run": "Run id(s), comma-separated", "last": "The last N runs (default 10)", "host": "Only this host's runs"},
+)
+def write_report(c, run="", last=10, host=""):
+    """Write a markdown report with charts (throughput, latency, power against throughput) of stored runs."""
+    with user_errors():
+        entries = runs.select(run.split(",") if run else None, int(last), host)
+        path = run_report.write_report(entries)
+        console.print(f"Report of {len(entries)} run(s): {path}")
+
+
+@task(help={"a": "Run id A (the reference)", "b": "Run id B"})
+def compare(c, a, b):
+    """Two runs side by side, with B/A ratios; also written as markdown."""
+    with user_errors():
+        console.print(run_report.comparison_table(a, b))
+        console.print(f"Written to {run_report.write_comparison(a, b)}")
+
+
+@task(
+    name="cost",
+    help={
+        "run": "Run id whose measured output throughput to price (or use --tokens-per-s)",
+        "tokens_per_s": "Output tokens/s, instead of a run",
+        "published": "Reproduce the published 66% claim from station's documented inputs",
+        "utilisation": "Share of hours the host serves at that rate, 0-1 (default 1)",
+        "gpu_hour_price": "USD per hour for the host (rental), or give capex, lifetime and power",
+        "capex": "USD paid for the host",
+        "lifetime_years": "Years the capex is spread over",
+        "power_kw": "Average draw in kW (default: the run's measured GPU power)",
+        "power_price_kwh": "USD per kWh",
+        "api_price": "USD per million output tokens from an API, to compare against",
+    },
+)
+def price(
+    c,
+    run="",
+    tokens_per_s=None,
+    published=False,
+    utilisation=1.0,
+    gpu_hour_price=None,
+    capex=None,
+    lifetime_years=None,
+    power_kw=None,
+    power_price_kwh=None,
+    api_price=None,
+):
+    """Cost per million output tokens self-hosted at a measured throughput, against an API; break-even utilisation."""
+    with user_errors():
+        if published:
+            fields = dict(cost.PUBLISHED_CLAIM)
+        else:
+            measured = runs.select([run])[0] if run else {}
+            if power_kw is None and measured.get("avg_power_w"):
+                power_kw = measured["avg_power_w"] / 1000
+            fields = {
+                "output_tokens_per_s": tokens_per_s or measured.get("output_throughput"),
+                "utilisation": utilisation,
+                "api_price_per_mtok": api_price,
+                "gpu_hour_price": gpu_hour_price,
+                "capex": capex,
+                "lifetime_years": lifetime_years,
+                "power_kw": power_kw if capex else None,
+                "power_price_kwh": power_price_kwh,
+            }
+        scenario = cost.scenario(**fields)
+        console.print(report.cost(scenario, cost.compute(scenario)))
+
+
+@task(
+    name="accuracy",
+    help={
+        "host": HOST_HELP,
+        "recipe": "Ladder recipe whose steps to compare; default: cpu-ladder",
+        "steps": "The two steps A,B (the same step twice checks determinism)",
+        "min_exact_match": "Fail below this share of identical answers (default 0.9)",
+        "max_logprob_diff": "Fail above this mean top-k log-probability difference (default 0.05)",
+        "lm_eval_tasks": "Also run these lm-eval tasks against each step (needs lm-eval and its data sets)",
+    },
+)
+def check_accuracy(
+    c, host=None, recipe="cpu-ladder", steps="", min_exact_match=0.9, max_logprob_diff=0.05, lm_eval_tasks=""
+):
+    """Accuracy drift between two steps: fixed prompts at temperature 0, compared token by token."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        definition = recipes.load_ladder(recipe)
+        pair = accuracy.step_pair(definition, steps or "0,1")
+        thresholds = accuracy.Thresholds(float(min_exact_match), float(max_logprob_diff))
+        done = accuracy.run(host, definition, pair, thresholds, console, lm_eval_tasks)
+        console.print(report.drift(done))
+        if done.problems:
+            raise StationError(
+                "accuracy drift beyond the thresholds: " + "; ".join(done.problems), f"details: {done.folder}"
+            )
 
 
 @task(help={"host": HOST_HELP})
@@ -89,6 +270,24 @@ def down(c, host=None):
         console.print(f"Removed station's containers from {host}." if result.changed else f"Nothing ran on {host}.")
 
 
+@task(name="tunnel", help={"host": HOST_HELP, "print_only": "Print the ssh command instead of running it"})
+def open_tunnel(c, host=None, print_only=False):
+    """Forward the host's services (API, Prometheus, Grafana, exporters) to this machine's loopback over SSH."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        connection = tunnel.describe(host, console)
+        if connection["connection"] == "local":
+            console.print(f"{host} is this machine: its services are already on this loopback.")
+            return
+        argv = tunnel.ssh_argv(connection)
+        for forward in tunnel.forwards(connection["settings"]):
+            console.print(f"  {forward.service}: http://127.0.0.1:{forward.port}")
+        console.print(" ".join(shlex.quote(part) for part in argv), highlight=False, soft_wrap=True)
+        if not print_only:
+            console.print("Forwarding; Ctrl-C stops.")
+            os.execvp(argv[0], argv)
+
+
 @task(name="sim-up")
 def sim_up(c):
     """Start the simulated host `sim` (a Debian container reached over SSH, no GPU) for trying provision and deploy."""
@@ -103,5 +302,30 @@ def sim_down(c):
         sim.down(console)
 
 
-ns = Collection(provision, bundle, deploy, smoke_bench, status, down, sim_up, sim_down)
-ns.configure({"station": {"host": "local", "recipe": "cpu-smoke"}})
+ns = Collection(
+    provision,
+    bundle,
+    deploy,
+    smoke_bench,
+    run_ladder,
+    check_recipe,
+    write_report,
+    compare,
+    price,
+    check_accuracy,
+    status,
+    down,
+    open_tunnel,
+    sim_up,
+    sim_down,
+)
+ns.configure(
+    {
+        "station": {
+            "host": "local",
+            "recipe": "cpu-smoke",
+            # The regression gate's margins (smoke-bench --baseline), in percent; override in invoke.yaml
+            "gate": {"max_throughput_drop_pct": 5.0, "max_ttft_p99_rise_pct": 10.0},
+        }
+    }
+)

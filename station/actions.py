@@ -11,8 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from station import bench_result, bundle, images, inventory, paths, playbook, provenance, render, runs
-from station import recipe as recipes
+from station import bench_result, bundle, images, inventory, paths, playbook, provenance, render, runs, telemetry
 from station.recipe import Recipe
 
 
@@ -22,11 +21,11 @@ def controller_vars() -> dict[str, Any]:
     return {"station_state_dir": str(paths.STATE)}
 
 
-def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, str]:
-    """Image tag → docker/ folder, for the images this host cannot pull."""
-    builds = {tag: folder for folder, tag in host_vars.get("station_built_images", {}).items()}
+def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
+    """Image tag → (docker/ folder, build arguments), for the images station builds for this host."""
+    builds = {tag: (folder, {}) for folder, tag in host_vars.get("station_built_images", {}).items()}
     if recipe.engine.build:
-        builds[recipe.engine.image] = recipe.engine.build
+        builds[recipe.engine.image] = (recipe.engine.build, dict(recipe.engine.build_args))
     return builds
 
 
@@ -35,8 +34,8 @@ def ensure_images(host: str, recipe: Recipe, console: Console) -> list[str]:
     builds = images_to_build(recipe, inventory.host_vars(host))
     if builds:
         engine = images.client()
-        for tag, folder in builds.items():
-            images.ensure(engine, tag, folder, console)
+        for tag, (folder, build_args) in builds.items():
+            images.ensure(engine, tag, folder, console, build_args)
     return list(builds)
 
 
@@ -55,13 +54,15 @@ class Deployment:
     endpoint: str
     api_key_file: Path
     prometheus_url: str
+    grafana_url: str | None
+    grafana_password_file: Path
     changed_tasks: list[str]
     seconds: float
 
 
-def deploy(host: str, recipe_name: str, console: Console) -> Deployment:
+def deploy(host: str, recipe: Recipe, console: Console) -> Deployment:
+    """The recipe's engine and Prometheus on the host; its arguments are checked there first by vLLM's own parser."""
     started = time.monotonic()
-    recipe = recipes.load(recipe_name)
     host_vars = inventory.host_vars(host)
     delivery = prepare_images(host, recipe, console)
     result = playbook.run("deploy", host, render.engine_vars(recipe) | controller_vars() | delivery, console)
@@ -71,9 +72,18 @@ def deploy(host: str, recipe_name: str, console: Console) -> Deployment:
         endpoint=f"http://{host_vars['vllm_server_bind_address']}:{host_vars['vllm_server_port']}/v1",
         api_key_file=paths.SECRETS / host / "vllm_api_key",
         prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
+        grafana_url=grafana_url(host_vars),
+        grafana_password_file=paths.SECRETS / host / "grafana_admin_password",
         changed_tasks=result.changed_tasks,
         seconds=time.monotonic() - started,
     )
+
+
+def grafana_url(host_vars: dict[str, Any]) -> str | None:
+    """Where Grafana answers; None where this host gets no Grafana image."""
+    if not host_vars.get("grafana_image", "default"):
+        return None
+    return f"http://{host_vars.get('grafana_bind_address', '127.0.0.1')}:{host_vars.get('grafana_port', 3000)}"
 
 
 @dataclass(frozen=True)
@@ -82,13 +92,14 @@ class BenchRun:
     recipe: Recipe
     result: bench_result.BenchResult
     problems: list[str]
+    telemetry: telemetry.TelemetrySummary
     record_path: Path
     seconds: float
 
 
-def smoke_bench(host: str, recipe_name: str, console: Console) -> BenchRun:
+def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, Any] | None = None) -> BenchRun:
+    """Benchmark the deployed engine; `context` (e.g. the ladder and step) is recorded with the result."""
     started = time.monotonic()
-    recipe = recipes.load(recipe_name)
     inventory.host_vars(host)
     run_id = runs.new_id(host, recipe.name)
     out = runs.folder(run_id)
@@ -97,18 +108,23 @@ def smoke_bench(host: str, recipe_name: str, console: Console) -> BenchRun:
     result = bench_result.parse(out / "bench.json")
     problems = bench_result.problems(result, recipe.bench)
     host_facts = json.loads((out / "host.json").read_text())
+    gpu_telemetry = telemetry.summarise(
+        telemetry.load(out / "telemetry.json"), result.total_output_tokens, result.duration
+    )
     record = {
         "run_id": run_id,
-        "kind": "smoke-bench",
+        "kind": "ladder-step" if context else "smoke-bench",
+        "context": context or {},
         "profile": recipe.bench.model_dump(),
         "metrics": result.model_dump()
         | {"achieved_concurrency": result.achieved_concurrency, "client_bound": result.client_bound},
         "problems": problems,
+        "telemetry": gpu_telemetry.model_dump(),
         "reference": recipe.reference.model_dump() if recipe.reference else None,
         "provenance": provenance.record(recipe, host, host_facts),
     }
     path = runs.write(run_id, record)
-    return BenchRun(run_id, recipe, result, problems, path, time.monotonic() - started)
+    return BenchRun(run_id, recipe, result, problems, gpu_telemetry, path, time.monotonic() - started)
 
 
 @dataclass(frozen=True)
@@ -128,18 +144,26 @@ def provision_vars(recipe: Recipe | None) -> dict[str, Any]:
     }
 
 
-def provision(host: str, recipe_name: str | None, tags: str, console: Console) -> Provisioning:
+def provision(host: str, recipe: Recipe | None, tags: str, console: Console) -> Provisioning:
     started = time.monotonic()
-    recipe = recipes.load(recipe_name) if recipe_name else None
     inventory.host_vars(host)
     result = playbook.run("provision", host, controller_vars() | provision_vars(recipe), console, tags)
     return Provisioning(host, result.changed_tasks, time.monotonic() - started)
 
 
-def build_bundle(host: str, recipe_name: str, console: Console) -> Path:
+def build_bundle(host: str, recipe: Recipe, console: Console) -> Path:
     """The offline bundle for what this host needs to serve this recipe."""
-    tags = ensure_images(host, recipes.load(recipe_name), console)
+    tags = ensure_images(host, recipe, console)
     return bundle.build(images.client(), tags, console)
+
+
+def check_args(host: str, labelled: list[tuple[str, Recipe]], console: Console) -> None:
+    """Every recipe's engine argv through vLLM's own parser, inside its pinned image on the host; changes nothing."""
+    representatives = {recipe.engine.image: recipe for _, recipe in labelled}  # one recipe per image
+    for image, recipe in representatives.items():
+        checks = [{"label": label, "argv": render.serve_argv(r)} for label, r in labelled if r.engine.image == image]
+        extra = render.engine_vars(recipe) | controller_vars() | prepare_images(host, recipe, console)
+        playbook.run("check", host, extra | {"vllm_server_arg_checks": checks}, console)
 
 
 def status(host: str, console: Console) -> dict[str, Any]:

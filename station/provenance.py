@@ -39,6 +39,7 @@ def record(recipe: Recipe, host: str, host_facts: dict[str, Any]) -> dict[str, A
         "bundle": bundle_commit(),
         "controller": controller(),
         "inventory_host": host,
+        "vllm_version": recipe.engine.vllm_version,
         "recipe": recipe.model_dump(mode="json"),
         **host_facts,
     }

@@ -112,6 +112,7 @@ def bench_vars(recipe: Recipe, run_id: str) -> dict[str, Any]:
     """Extra-vars for the vllm_bench role, including the engine configuration it must find."""
     return {
         "vllm_bench_run_id": run_id,
+        "vllm_bench_recipe": recipe.name,
         "vllm_bench_args": bench_args(recipe),
         "vllm_bench_timeout_s": recipe.bench.timeout_s,
         "vllm_bench_config_hash": config_hash(recipe),

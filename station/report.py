@@ -6,7 +6,10 @@ from typing import Any
 
 from rich.table import Table
 
+from station.accuracy import AccuracyRun
 from station.actions import BenchRun, Deployment, Provisioning
+from station.cost import Cost, Scenario
+from station.telemetry import TelemetrySummary
 
 
 def deployment(done: Deployment) -> Table:
@@ -16,7 +19,11 @@ def deployment(done: Deployment) -> Table:
     table.add_row("Endpoint", f"{done.endpoint}  (OpenAI API; on {done.host}'s loopback)")
     table.add_row("Model", done.recipe.model.served_name)
     table.add_row("API key", f"{done.api_key_file}  (send as: Authorization: Bearer <key>)")
-    table.add_row("Prometheus", done.prometheus_url)
+    table.add_row("Prometheus", f"{done.prometheus_url}  (alerts: {done.prometheus_url}/alerts)")
+    if done.grafana_url:
+        table.add_row("Grafana", f"{done.grafana_url}  (user admin, password in {done.grafana_password_file})")
+    else:
+        table.add_row("Grafana", "skipped: no Grafana image for this host (see the note above)")
     _changes(table, done.changed_tasks)
     table.add_row("Took", f"{done.seconds:.0f} s")
     return table
@@ -61,7 +68,20 @@ def bench(run: BenchRun) -> Table:
     bound = "  [red]client-bound: the client, not the engine, limited this run[/]" if result.client_bound else ""
     table.add_row("Achieved concurrency", f"{result.achieved_concurrency:.1f} of {result.max_concurrency}{bound}", "")
     table.add_row("Duration (s)", f"{result.duration:.1f}", "")
+    table.add_row("GPU telemetry", gpu_telemetry(run.telemetry), "")
     return table
+
+
+def gpu_telemetry(summary: TelemetrySummary) -> str:
+    if not summary.present:
+        return f"none: {summary.reason}"
+    if summary.avg_power_w is None:
+        return f"{summary.source}: {summary.reason}"
+    per_joule = f", {summary.output_tokens_per_joule:.2f} output tok/J" if summary.output_tokens_per_joule else ""
+    return (
+        f"{summary.gpus} GPU(s), {summary.avg_power_w:,.0f} W avg / {summary.peak_power_w:,.0f} W peak, "
+        f"{summary.energy_j / 1000:,.1f} kJ{per_joule}, throttled {summary.throttled_s:.0f} s"
+    )
 
 
 def status(report: dict[str, Any]) -> Table:
@@ -73,4 +93,39 @@ def status(report: dict[str, Any]) -> Table:
     for target in report["targets"]:
         error = f" ({target['last_error']})" if target["last_error"] else ""
         table.add_row(f"scrape: {target['job']}", target["health"] + error, "", "", target["instance"], "")
+    return table
+
+
+def cost(scenario: Scenario, result: Cost) -> Table:
+    table = Table(title="Cost per million output tokens", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row(
+        "Output throughput", f"{scenario.output_tokens_per_s:,.0f} tok/s at {scenario.utilisation:.0%} utilisation"
+    )
+    table.add_row("Host cost", f"USD {result.hourly:,.2f} per hour")
+    table.add_row("Self-hosted", f"USD {result.self_hosted_per_mtok:,.4f} per M output tokens")
+    table.add_row("API", f"USD {result.api_per_mtok:,.4f} per M output tokens")
+    verdict = "cheaper" if result.savings >= 0 else "dearer"
+    table.add_row("Self-hosting is", f"{abs(result.savings):.1%} {verdict} than the API")
+    even = result.break_even_utilisation
+    table.add_row("Break-even utilisation", f"{even:.1%}" if even <= 1 else f"never (would need {even:.0%})")
+    return table
+
+
+def drift(done: AccuracyRun) -> Table:
+    a, b = done.steps
+    table = Table(title=f"Accuracy drift, step {a} against step {b}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    result = done.drift
+    table.add_row("Prompts (greedy, temperature 0)", str(result.prompts))
+    table.add_row("Exact-match rate", f"{result.exact_match_rate:.2f}")
+    first = f"{result.mean_first_divergence:.1f}" if result.mean_first_divergence is not None else "-"
+    table.add_row("Diverged / mean first divergence (token)", f"{result.diverged} / {first}")
+    table.add_row(
+        "Mean |Δ top-k log-prob|", f"{result.mean_abs_logprob_diff:.3g} over {result.compared_positions} positions"
+    )
+    table.add_row("Verdict", "; ".join(done.problems) or "[green]within thresholds[/]")
+    table.add_row("Details", str(done.folder))
     return table

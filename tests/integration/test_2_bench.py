@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 
-from station import paths, render
+from station import paths, render, runs
+from tests.integration.conftest import invoke
 
 
 def test_every_prompt_completed_with_every_output_token(bench, smoke) -> None:
@@ -56,3 +59,35 @@ def test_benchmark_ran_from_the_host_against_the_engine_on_its_network(bench) ->
 def test_raw_result_and_log_are_kept_beside_the_record(bench) -> None:
     assert (bench.run_dir / "bench.json").stat().st_size > 0
     assert "Serving Benchmark Result" in (bench.run_dir / "bench.log").read_text()
+
+
+def test_no_gpu_telemetry_is_recorded_explicitly(bench) -> None:
+    telemetry = bench.record["telemetry"]
+    assert telemetry["present"] is False
+    assert "nvml" in telemetry["reason"] and "nvidia-smi" in telemetry["reason"]
+    assert json.loads((bench.run_dir / "telemetry.json").read_text())["present"] is False
+    assert "GPU telemetry" in bench.invocation.output and "none: " in bench.invocation.output
+
+
+def test_provenance_has_the_gpu_facts_vllm_version_and_profile(bench, smoke) -> None:
+    provenance = bench.record["provenance"]
+    assert provenance["gpu"]["present"] is False and provenance["gpu"]["count"] == 0
+    assert provenance["vllm_version"] == smoke.engine.vllm_version
+    assert bench.record["profile"] == smoke.bench.model_dump()
+
+
+def test_the_run_is_in_the_index(bench) -> None:
+    (entry,) = runs.select([bench.record["run_id"]])
+    assert entry["output_throughput"] == bench.record["metrics"]["output_throughput"]
+    assert entry["gpu"] == "none" and entry["recipe"] == "cpu-smoke"
+
+
+def test_the_regression_gate_fails_against_a_better_baseline_and_says_by_how_much(bench) -> None:
+    better = json.loads((bench.run_dir / "result.json").read_text())
+    better["run_id"] = f"{bench.record['run_id']}-better-baseline"
+    better["metrics"]["output_throughput"] *= 2
+    runs.write(better["run_id"], better)
+    run = invoke("smoke-bench", "--host", "local", "--baseline", better["run_id"])
+    assert run.returncode == 1, run.output
+    assert f"regression against {better['run_id']}: output throughput fell" in run.output
+    assert re.search(r"fell (4[0-9]|5[0-9])\.[0-9]%", run.output), run.output

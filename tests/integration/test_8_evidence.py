@@ -1,0 +1,88 @@
+"""Evidence on the CPU engine: reports and comparisons from stored runs, the cost of a run, accuracy drift.
+
+Runs after the ladder (test_6), whose last step is still deployed: the
+identical-configuration check probes it without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from station import accuracy, paths, runs
+from tests.integration.conftest import invoke, succeeded
+
+
+@pytest.fixture(scope="module")
+def two_runs() -> list[str]:
+    """The two newest stored runs (the ladder's last steps when the whole suite runs)."""
+    newest = [entry["run_id"] for entry in runs.select(last=2)]
+    assert len(newest) == 2, "needs two stored runs: run the integration tests in order"
+    return newest
+
+
+def test_report_writes_markdown_and_charts(two_runs) -> None:
+    run = succeeded(invoke("report", "--run", ",".join(two_runs)))
+    path = paths.ROOT / run.output.split("Report of 2 run(s): ")[1].split()[0]
+    text = path.read_text()
+    assert all(run_id in text for run_id in two_runs)
+    assert (path.parent / "throughput.png").is_file() and (path.parent / "latency.png").is_file()
+    assert "no GPU telemetry" in text
+
+
+def test_compare_prints_and_writes_ratios(two_runs) -> None:
+    a, b = two_runs
+    run = succeeded(invoke("compare", a, b))
+    assert "Output tok/s" in run.output and "B / A" in run.output
+    written = paths.ROOT / run.output.split("Written to ")[1].split()[0]
+    assert "| Output tok/s |" in written.read_text()
+
+
+def test_cost_of_a_measured_run(two_runs) -> None:
+    (entry,) = runs.select(two_runs[-1:])
+    run = succeeded(invoke("cost", "--run", entry["run_id"], "--gpu-hour-price", "4", "--api-price", "1"))
+    throughput = entry["output_throughput"]
+    expected = 4 / (throughput * 3600 / 1e6)
+    assert f"USD {expected:,.4f} per M output tokens" in run.output
+
+
+def test_cost_reproduces_the_published_claim() -> None:
+    run = succeeded(invoke("cost", "--published"))
+    assert "66.5% cheaper than the API" in run.output and "33.5%" in run.output
+
+
+def test_cost_input_errors_are_named() -> None:
+    run = invoke("cost", "--tokens-per-s", "1000", "--api-price", "1", "--capex", "50000")
+    assert run.returncode == 1 and "Traceback" not in run.output
+    assert "missing: lifetime_years, power_kw, power_price_kwh" in run.output
+
+
+def drift_of(run_output: str) -> dict:
+    folder = re.search(r"(/\S+/results/accuracy/[^\s│]+)", run_output)
+    assert folder, run_output
+    return json.loads((Path(folder.group(1)) / "drift.json").read_text())
+
+
+def test_identical_configurations_match_exactly() -> None:
+    run = succeeded(invoke("accuracy", "--host", "local", "--recipe", "cpu-ladder", "--steps", "4,4"))
+    drift = drift_of(run.output)["drift"]
+    print(drift)
+    assert drift["exact_match_rate"] == 1.0 and drift["mean_abs_logprob_diff"] == 0.0
+    assert drift["prompts"] == len(accuracy.PROMPTS)
+
+
+def test_bfloat16_against_float32_drifts_and_the_figures_agree() -> None:
+    run = invoke("accuracy", "--host", "local", "--recipe", "cpu-ladder", "--steps", "0,4")
+    record = drift_of(run.output)
+    drift, problems = record["drift"], record["problems"]
+    print(drift)
+    assert drift["mean_abs_logprob_diff"] > 0  # the two configurations really differ numerically
+    assert drift["diverged"] == round((1 - drift["exact_match_rate"]) * drift["prompts"])
+    if drift["diverged"]:
+        assert 0 <= drift["mean_first_divergence"] < accuracy.MAX_TOKENS
+    assert (run.returncode == 1) == bool(problems), run.output
+    if problems:
+        assert "accuracy drift beyond the thresholds" in run.output

@@ -1,0 +1,72 @@
+"""Cost per million output tokens, break-even utilisation, the published 66% claim, input validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from station import cost
+from station.errors import StationError
+
+
+def test_rented_host_hand_computed() -> None:
+    # 1,000 tok/s = 3.6 M tokens an hour; USD 3.60 an hour → USD 1.00 per M at full utilisation
+    result = cost.compute(
+        cost.scenario(output_tokens_per_s=1000, utilisation=1, api_price_per_mtok=2, gpu_hour_price=3.6)
+    )
+    assert result.self_hosted_per_mtok == pytest.approx(1.0)
+    assert result.savings == pytest.approx(0.5)
+    assert result.break_even_utilisation == pytest.approx(0.5)
+
+
+def test_half_utilisation_doubles_the_cost_per_token() -> None:
+    result = cost.compute(
+        cost.scenario(output_tokens_per_s=1000, utilisation=0.5, api_price_per_mtok=2, gpu_hour_price=3.6)
+    )
+    assert result.self_hosted_per_mtok == pytest.approx(2.0)
+    assert result.savings == pytest.approx(0.0)
+
+
+def test_owned_host_capex_over_lifetime_plus_power() -> None:
+    # USD 87,600 over 1 year = USD 10/h; 2 kW at USD 0.25 = USD 0.50/h
+    scenario = cost.scenario(
+        output_tokens_per_s=1000,
+        utilisation=1,
+        api_price_per_mtok=5,
+        capex=87600,
+        lifetime_years=1,
+        power_kw=2,
+        power_price_kwh=0.25,
+    )
+    result = cost.compute(scenario)
+    assert result.hourly == pytest.approx(10.5)
+    assert result.self_hosted_per_mtok == pytest.approx(10.5 / 3.6)
+
+
+def test_api_cheaper_than_the_host_even_at_full_utilisation() -> None:
+    result = cost.compute(
+        cost.scenario(output_tokens_per_s=100, utilisation=1, api_price_per_mtok=1, gpu_hour_price=3.6)
+    )
+    assert result.savings < 0 and result.break_even_utilisation == pytest.approx(10.0)
+
+
+def test_the_published_66_percent_is_reproduced_from_the_stated_inputs() -> None:
+    result = cost.compute(cost.scenario(**cost.PUBLISHED_CLAIM))
+    assert round(result.savings, 2) == pytest.approx(cost.PUBLISHED_SAVINGS, abs=0.01)
+    assert result.break_even_utilisation < 0.5  # "at low utilisation the API wins"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"utilisation": 0}, "utilisation: Input should be greater than 0"),
+        ({"utilisation": 1.5}, "utilisation: Input should be less than or equal to 1"),
+        ({"api_price_per_mtok": -1}, "api_price_per_mtok: Input should be greater than 0"),
+        ({"gpu_hour_price": None, "capex": 1000}, "missing: lifetime_years, power_kw, power_price_kwh"),
+        ({"capex": 1000}, "give gpu_hour_price or capex, not both"),
+    ],
+)
+def test_bad_inputs_are_named(fields: dict, message: str) -> None:
+    base = {"output_tokens_per_s": 1000, "utilisation": 1, "api_price_per_mtok": 1, "gpu_hour_price": 4}
+    with pytest.raises(StationError, match="cost inputs are invalid") as error:
+        cost.scenario(**(base | fields))
+    assert message in error.value.problem

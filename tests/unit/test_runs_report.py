@@ -1,0 +1,103 @@
+"""Stored runs: the index, selection, reports with charts, comparisons, tunnel commands — from files, no Docker."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from station import bench_result, paths, provenance, recipe, run_report, runs, tunnel
+from station.errors import StationError
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    monkeypatch.setattr(run_report, "REPORTS", tmp_path / "reports")
+    return tmp_path
+
+
+def store(run_id: str, throughput: float, power: float | None = None) -> dict:
+    smoke = recipe.load("cpu-smoke")
+    metrics = bench_result.parse(FIXTURES / "bench-result.json").model_dump() | {"output_throughput": throughput}
+    gpu = {"present": True, "count": 1, "gpus": [{"name": "NVIDIA H200"}]} if power else {"present": False}
+    record = {
+        "run_id": run_id,
+        "kind": "smoke-bench",
+        "context": {},
+        "metrics": metrics,
+        "problems": [],
+        "telemetry": {"present": bool(power), "avg_power_w": power, "output_tokens_per_joule": 2.5 if power else None},
+        "provenance": provenance.record(smoke, "local", {"gpu": gpu, "engine": {"image_id": "sha256:abc"}}),
+    }
+    runs.write(run_id, record)
+    return record
+
+
+def test_every_run_is_indexed_and_selectable(results) -> None:
+    store("20261129T100000Z-local-cpu-smoke", 1000)
+    store("20261129T110000Z-local-cpu-smoke", 1100, power=300)
+    entries = runs.select(last=1)
+    assert [e["run_id"] for e in entries] == ["20261129T110000Z-local-cpu-smoke"]
+    assert entries[0]["gpu"] == "1x NVIDIA H200" and entries[0]["avg_power_w"] == 300
+    assert runs.select(host="sim") == []
+    with pytest.raises(StationError, match="no run nope"):
+        runs.select(["nope"])
+
+
+def test_the_index_is_rebuilt_from_the_run_folders(results) -> None:
+    store("20261129T100000Z-local-cpu-smoke", 1000)
+    runs.index_path().unlink()
+    assert [e["output_throughput"] for e in runs.index()] == [1000]
+
+
+def test_report_has_a_row_per_run_and_its_charts(results) -> None:
+    store("20261129T100000Z-local-cpu-smoke", 1000)
+    store("20261129T110000Z-local-cpu-smoke", 1100, power=300)
+    report = run_report.write_report(runs.select(last=2))
+    text = report.read_text()
+    assert text.count("| [2026") == 2
+    assert "| 1,100 |" in text and "300 W, 2.50 tok/J" in text and "no GPU telemetry" in text
+    for chart in ("throughput.png", "latency.png", "power.png"):
+        assert (report.parent / chart).read_bytes()[:4] == b"\x89PNG"
+        assert f"]({chart})" in text
+
+
+def test_report_without_runs_says_so(results) -> None:
+    with pytest.raises(StationError, match="no runs to report"):
+        run_report.write_report([])
+
+
+def test_compare_gives_ratios_b_over_a(results) -> None:
+    store("a", 1000)
+    store("b", 1500)
+    rows = {row[0]: row for row in run_report.comparison("a", "b")}
+    assert rows["Output tok/s"] == ("Output tok/s", "1,000", "1,500", "1.50x")
+    assert rows["Failed"][3] == "-"  # 0 failed in both: no ratio
+    path = run_report.write_comparison("a", "b")
+    assert "| Output tok/s | 1,000 | 1,500 | 1.50x |" in path.read_text()
+
+
+def test_tunnel_forwards_every_service_with_inventory_overrides() -> None:
+    connection = {
+        "connection": "ssh",
+        "address": "dgx01.example",
+        "user": "ops",
+        "port": 22,
+        "private_key": "/keys/id",
+        "ssh_args": "-o StrictHostKeyChecking=yes",
+        "settings": {"vllm_server_port": 8001, "grafana_bind_address": "0.0.0.0"},
+    }
+    argv = tunnel.ssh_argv(connection)
+    assert argv[:2] == ["ssh", "-N"] and argv[-1] == "ops@dgx01.example"
+    assert argv[argv.index("-i") : argv.index("-i") + 2] == ["-i", "/keys/id"]
+    forwards = [argv[i + 1] for i, part in enumerate(argv) if part == "-L"]
+    assert forwards == [
+        "8001:127.0.0.1:8001",
+        "9090:127.0.0.1:9090",
+        "3000:127.0.0.1:3000",
+        "9100:127.0.0.1:9100",
+        "9400:127.0.0.1:9400",
+    ]
+    assert json.dumps(argv)  # plain strings only
