@@ -121,9 +121,9 @@ def run(host: str, ladder: Ladder, steps: list[int], fresh: bool, console: Conso
         done = ", ".join(str(row.step) for row in state.rows)
         console.print(f"Resuming ladder {state.ladder_id}: step(s) {done} measured, {state.pending} to go")
     state = state or start(ladder, host, steps)
-    state.save()
     console.rule(f"Checking the flags of {len(state.pending)} step(s) with vLLM's parser on {host}")
     actions.check_args(host, [(ladder.label(index), ladder.recipe(index)) for index in state.pending], console)
+    state.save()  # only a ladder whose flags parse is started
     for position, index in enumerate(state.pending, start=len(state.rows) + 1):
         console.rule(f"Step {index} ({position} of {len(steps)}): {ladder.steps[index].change}")
         state.rows.append(measure_step(host, ladder, index, state.ladder_id, console))
