@@ -5,6 +5,7 @@ Thin by design: each task parses its arguments, calls station.actions, prints.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Iterator
@@ -89,9 +90,12 @@ def deploy(c, host=None, recipe=None):
 def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None, max_ttft_rise=None):
     """Benchmark the deployed engine with the recipe's traffic profile, from the host itself."""
     host, recipe = host_and_recipe(c, host, recipe)
+    configured = gate.Margins(**c.config.station.gate)
     margins = gate.Margins(
-        throughput_drop_pct=float(max_throughput_drop or c.config.station.gate.max_throughput_drop_pct),
-        ttft_p99_rise_pct=float(max_ttft_rise or c.config.station.gate.max_ttft_p99_rise_pct),
+        throughput_drop_pct=configured.throughput_drop_pct
+        if max_throughput_drop is None
+        else float(max_throughput_drop),
+        ttft_p99_rise_pct=configured.ttft_p99_rise_pct if max_ttft_rise is None else float(max_ttft_rise),
     )
     with user_errors():
         base = runs.select([baseline])[0] if baseline else None
@@ -101,7 +105,7 @@ def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None
         if run.problems:
             raise StationError("not a valid measurement: " + "; ".join(run.problems), "see bench.log beside it")
         if base:
-            regressed = gate.regressions(base, runs.select([run.run_id])[0], margins)
+            regressed = gate.regressions(base, runs.summary(runs.read(run.run_id)), margins)
             if regressed:
                 raise StationError(f"regression against {baseline}: " + "; ".join(regressed), "compare: invoke compare")
             console.print(f"[green]No regression[/] against {baseline} (margins {margins}).", highlight=False)
@@ -325,7 +329,7 @@ ns.configure(
             "host": "local",
             "recipe": "cpu-smoke",
             # The regression gate's margins (smoke-bench --baseline), in percent; override in invoke.yaml
-            "gate": {"max_throughput_drop_pct": 5.0, "max_ttft_p99_rise_pct": 10.0},
+            "gate": dataclasses.asdict(gate.Margins()),
         }
     }
 )

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -133,8 +133,8 @@ def lm_eval_argv(recipe: Recipe, base_url: str, tasks: str) -> list[str]:
     return ["lm_eval", "--model", "local-completions", "--model_args", model_args, "--tasks", tasks]
 
 
-def run_lm_eval(argv: list[str], host: str, out: Path) -> None:
-    env = os.environ | {"OPENAI_API_KEY": (paths.SECRETS / host / "vllm_api_key").read_text().strip()}
+def run_lm_eval(argv: list[str], api_key_file: Path, out: Path) -> None:
+    env = os.environ | {"OPENAI_API_KEY": api_key_file.read_text().strip()}
     if subprocess.run([*argv, "--output_path", str(out / "lm-eval")], env=env, check=False).returncode != 0:
         raise StationError("lm-eval failed", "see its output above")
 
@@ -173,9 +173,10 @@ def run(
         out.mkdir(parents=True)
         answers.append(probe(host, recipe, out, console))
         if lm_eval_tasks:
-            run_lm_eval(lm_eval_argv(recipe, deployment.endpoint.removesuffix("/v1"), lm_eval_tasks), host, out)
+            argv = lm_eval_argv(recipe, deployment.endpoint.removesuffix("/v1"), lm_eval_tasks)
+            run_lm_eval(argv, deployment.api_key_file, out)
     drift = compare(*answers)
     found = problems(drift, thresholds)
     record = {"host": host, "ladder": ladder.name, "steps": steps, "drift": drift.model_dump(), "problems": found}
-    (folder / "drift.json").write_text(json.dumps(record | {"thresholds": thresholds.__dict__}, indent=2) + "\n")
+    (folder / "drift.json").write_text(json.dumps(record | {"thresholds": asdict(thresholds)}, indent=2) + "\n")
     return AccuracyRun(folder, steps, drift, found)

@@ -81,9 +81,11 @@ def deploy(host: str, recipe: Recipe, console: Console) -> Deployment:
 
 def grafana_url(host_vars: dict[str, Any]) -> str | None:
     """Where Grafana answers; None where this host gets no Grafana image."""
-    if not host_vars.get("grafana_image", "default"):
-        return None
-    return f"http://{host_vars.get('grafana_bind_address', '127.0.0.1')}:{host_vars.get('grafana_port', 3000)}"
+
+    def setting(name: str) -> Any:
+        return host_vars.get(name, inventory.role_default("grafana", name))
+
+    return f"http://{setting('grafana_bind_address')}:{setting('grafana_port')}" if setting("grafana_image") else None
 
 
 @dataclass(frozen=True)

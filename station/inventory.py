@@ -7,6 +7,8 @@ import subprocess
 from functools import cache
 from typing import Any
 
+import yaml
+
 from station import paths
 from station.errors import StationError
 from station.playbook import ansible_env
@@ -40,6 +42,12 @@ def host_vars(host: str) -> dict[str, Any]:
             f"hosts in ansible/inventory/hosts.yml: {', '.join(hosts())}; add yours there (see the dgx01 example)",
         )
     return known[host]
+
+
+def role_default(role: str, name: str) -> Any:
+    """A role's default as written in its defaults/main.yml (for values the inventory may leave unset)."""
+    defaults = yaml.safe_load((paths.ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text())
+    return defaults[name]
 
 
 def is_local(host: str) -> bool:

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 
-from station import actions, inventory, paths, playbook
+from station import actions, inventory, playbook
 
 # Service → the role whose <role>_port and <role>_bind_address say where it listens.
 SERVICES = {
@@ -31,17 +30,12 @@ class Forward:
     remote_address: str
 
 
-def role_default(role: str, name: str) -> Any:
-    defaults = yaml.safe_load((paths.ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text())
-    return defaults[name]
-
-
 def forwards(settings: dict[str, Any]) -> list[Forward]:
     """Each service's port, as the inventory sets it or the role defaults it; 0.0.0.0 is reached on loopback."""
     found = []
     for service, role in SERVICES.items():
-        port = int(settings.get(f"{role}_port", role_default(role, f"{role}_port")))
-        address = settings.get(f"{role}_bind_address", role_default(role, f"{role}_bind_address"))
+        port = int(settings.get(f"{role}_port", inventory.role_default(role, f"{role}_port")))
+        address = settings.get(f"{role}_bind_address", inventory.role_default(role, f"{role}_bind_address"))
         found.append(Forward(service, port, "127.0.0.1" if address == "0.0.0.0" else address))
     return found
 
