@@ -1,14 +1,21 @@
-"""Where the bundle's files and the controller's state live."""
+"""Where the bundle's files and the controller's state live.
 
+Results and controller state default to folders in the checkout; the
+environment variables STATION_RESULTS_DIR and STATION_STATE_DIR move them
+(the test suite points both at a temporary folder, so it never touches a
+user's measurements, secrets or logs).
+"""
+
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ROOT / "recipes"
 ANSIBLE = ROOT / "ansible"
 DOCKER = ROOT / "docker"
-RESULTS = ROOT / "results"
+RESULTS = Path(os.environ.get("STATION_RESULTS_DIR") or ROOT / "results").resolve()
 # Controller-only state: secrets (0700/0600), rendered vars, logs, caches.
-STATE = ROOT / ".station"
+STATE = Path(os.environ.get("STATION_STATE_DIR") or ROOT / ".station").resolve()
 SECRETS = STATE / "secrets"
 CACHE = STATE / "cache"
 LOGS = STATE / "logs"

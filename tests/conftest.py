@@ -1,8 +1,17 @@
-"""Shared fixtures: recipes written to temporary files, the repository's paths."""
+"""Shared fixtures: recipes written to temporary files, the repository's paths.
+
+The suite never touches the user's own results/ or .station/: before station
+is imported, results and controller state are moved to a temporary folder
+(station/paths.py reads STATION_RESULTS_DIR and STATION_STATE_DIR), which the
+CLI the integration tests run inherits; and the session fails if either of
+the user's folders changed while it ran.
+"""
 
 from __future__ import annotations
 
 import copy
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +19,30 @@ from typing import Any
 import pytest
 import yaml
 
-from station import paths
+SANDBOX = Path(tempfile.mkdtemp(prefix="station-tests-"))
+os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results")
+os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
+
+from station import paths  # noqa: E402  (after the environment above)
+
+USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
+
+
+def snapshot(folder: Path) -> dict[str, float]:
+    """Every file under a folder with its modification time: what a test must leave as it was."""
+    return {str(p): p.stat().st_mtime for p in folder.rglob("*")} if folder.exists() else {}
+
+
+_BEFORE = {folder: snapshot(folder) for folder in USER_FOLDERS}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if the user's results/ or .station/ changed under it."""
+    touched = [str(folder) for folder in USER_FOLDERS if snapshot(folder) != _BEFORE[folder]]
+    if touched:
+        session.config.get_terminal_writer().line(f"the suite changed the user's {', '.join(touched)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
