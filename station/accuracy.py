@@ -105,19 +105,15 @@ def problems(drift: Drift, thresholds: Thresholds) -> list[str]:
 
 def probe(host: str, recipe: Recipe, out: Path, console: Console) -> list[dict[str, Any]]:
     """The deployed engine's answers to PROMPTS (greedy, with top-k log-probabilities), asked from its host."""
-    extra = (
-        actions.controller_vars()
-        | render.bench_vars(recipe, out.name)
-        | {
-            "vllm_bench_output_dir": str(out),
-            "vllm_bench_probe": {
-                "model": recipe.model.served_name,
-                "prompts": PROMPTS,
-                "max_tokens": MAX_TOKENS,
-                "logprobs": TOP_K,
-            },
-        }
-    )
+    extra = render.bench_vars(recipe, out.name) | {
+        "vllm_bench_output_dir": str(out),
+        "vllm_bench_probe": {
+            "model": recipe.model.served_name,
+            "prompts": PROMPTS,
+            "max_tokens": MAX_TOKENS,
+            "logprobs": TOP_K,
+        },
+    }
     playbook.run("probe", host, extra, console)
     return json.loads((out / "probe.json").read_text())
 
@@ -168,7 +164,7 @@ def run(
     for position, step in enumerate(steps):
         recipe = ladder.recipe(step)
         console.rule(f"Probe {position + 1} of 2: step {step} ({ladder.steps[step].change})")
-        deployment = actions.deploy(host, recipe, console)
+        deployment = actions.deploy(host, recipe, console, agents=False)
         out = folder / f"probe{position + 1}-step{step}"
         out.mkdir(parents=True)
         answers.append(probe(host, recipe, out, console))

@@ -55,14 +55,20 @@ def run(playbook: str, host: str, extra_vars: dict[str, Any], console: Console, 
     return run_file(paths.ANSIBLE / "playbooks" / f"{playbook}.yml", host, extra_vars, console, tags)
 
 
+def controller_vars() -> dict[str, Any]:
+    """Vars every playbook gets: where the controller keeps its state (secrets in a 0700 folder)."""
+    paths.private_dir(paths.SECRETS)
+    return {"station_state_dir": str(paths.STATE)}
+
+
 def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console, tags: str = "") -> PlaybookResult:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    name = f"{stamp}-{path.stem}-{host}"
+    # Unique per run, even for two commands started in the same second.
+    name = f"{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}-{os.getpid()}-{path.stem}-{host}"
     paths.LOGS.mkdir(parents=True, exist_ok=True)
     log = paths.LOGS / f"{name}.log"
     vars_file = paths.STATE / "run" / f"{name}.json"
     vars_file.parent.mkdir(parents=True, exist_ok=True)
-    vars_file.write_text(json.dumps(extra_vars, indent=2))
+    vars_file.write_text(json.dumps(controller_vars() | extra_vars, indent=2))
     cmd = ["ansible-playbook", str(path), "--limit", host, "--extra-vars", f"@{vars_file}"]
     if tags:
         cmd += ["--tags", tags]
