@@ -28,6 +28,7 @@ from station import (
     sim,
     tunnel,
 )
+from station import agent_check as agents
 from station import recipe as recipes
 from station.errors import StationError
 
@@ -69,12 +70,39 @@ def bundle(c, host=None, recipe=None):
         console.print(f"Offline bundle: {actions.build_bundle(host, recipes.load(recipe), console)}")
 
 
-@task(help={"host": HOST_HELP, "recipe": RECIPE_HELP})
-def deploy(c, host=None, recipe=None):
-    """Deploy the recipe's engine and Prometheus on a host; a second run changes nothing."""
+def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
+    console.print(report.agent_checks(host, checks))
+    failed = ", ".join(check.capability for check in agents.failed(checks))
+    if failed:
+        raise StationError(
+            f"coding agents cannot use the endpoint on {host}: {failed} failed",
+            "fix the recipe as the table says and deploy again",
+        )
+
+
+@task(
+    help={
+        "host": HOST_HELP,
+        "recipe": RECIPE_HELP,
+        "agent_check": "Try what coding agents send after the health check (default on; --no-agent-check skips it)",
+    }
+)
+def deploy(c, host=None, recipe=None, agent_check=True):
+    """Deploy the recipe's engine and monitoring on a host, then check agents can use it; a rerun changes nothing."""
     host, recipe = host_and_recipe(c, host, recipe)
     with user_errors():
-        console.print(report.deployment(actions.deploy(host, recipes.load(recipe), console)))
+        done = actions.deploy(host, recipes.load(recipe), console, agents=agent_check)
+        if agent_check:
+            require_agent_capabilities(host, done.agent_checks)
+        console.print(report.deployment(done))
+
+
+@task(name="agent-check", help={"host": HOST_HELP, "recipe": RECIPE_HELP + " (the one deployed there)"})
+def check_agents(c, host=None, recipe=None):
+    """Try what coding agents send (chat, streaming, tools, tool results, long prompts) against the endpoint."""
+    host, recipe = host_and_recipe(c, host, recipe)
+    with user_errors():
+        require_agent_capabilities(host, actions.check_agents(host, recipes.load(recipe), console))
 
 
 @task(
@@ -310,6 +338,7 @@ ns = Collection(
     provision,
     bundle,
     deploy,
+    check_agents,
     smoke_bench,
     run_ladder,
     check_recipe,

@@ -11,14 +11,22 @@ from typing import Any
 
 from rich.console import Console
 
-from station import bench_result, bundle, images, inventory, paths, playbook, provenance, render, runs, telemetry
+from station import (
+    agent_check,
+    bench_result,
+    bundle,
+    images,
+    inventory,
+    paths,
+    playbook,
+    provenance,
+    render,
+    runs,
+    telemetry,
+    tunnel,
+)
+from station.errors import StationError
 from station.recipe import Recipe
-
-
-def controller_vars() -> dict[str, Any]:
-    """Vars every playbook gets: where the controller keeps its state (secrets in a 0700 folder)."""
-    paths.private_dir(paths.SECRETS)
-    return {"station_state_dir": str(paths.STATE)}
 
 
 def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
@@ -57,26 +65,48 @@ class Deployment:
     grafana_url: str | None
     grafana_password_file: Path
     changed_tasks: list[str]
+    agent_checks: list[agent_check.Check]
     seconds: float
 
 
-def deploy(host: str, recipe: Recipe, console: Console) -> Deployment:
-    """The recipe's engine and Prometheus on the host; its arguments are checked there first by vLLM's own parser."""
+def api_key_file(host: str) -> Path:
+    """Where the controller keeps the host's engine API key (the vllm_server role generates it there)."""
+    return paths.SECRETS / host / "vllm_api_key"
+
+
+def deploy(host: str, recipe: Recipe, console: Console, agents: bool = True) -> Deployment:
+    """The recipe's engine and monitoring on the host, then what agents send tried against it (unless `agents` is off).
+
+    The engine's arguments are checked on the host first by vLLM's own parser.
+    """
     started = time.monotonic()
     host_vars = inventory.host_vars(host)
     delivery = prepare_images(host, recipe, console)
-    result = playbook.run("deploy", host, render.engine_vars(recipe) | controller_vars() | delivery, console)
+    result = playbook.run("deploy", host, render.engine_vars(recipe) | delivery, console)
     return Deployment(
         host=host,
         recipe=recipe,
         endpoint=f"http://{host_vars['vllm_server_bind_address']}:{host_vars['vllm_server_port']}/v1",
-        api_key_file=paths.SECRETS / host / "vllm_api_key",
+        api_key_file=api_key_file(host),
         prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
         grafana_url=grafana_url(host_vars),
         grafana_password_file=paths.SECRETS / host / "grafana_admin_password",
         changed_tasks=result.changed_tasks,
+        agent_checks=check_agents(host, recipe, console) if agents else [],
         seconds=time.monotonic() - started,
     )
+
+
+def check_agents(host: str, recipe: Recipe, console: Console) -> list[agent_check.Check]:
+    """What a coding agent sends, against the deployed endpoint as this machine reaches it (SSH forward if remote)."""
+    inventory.host_vars(host)
+    key_file = api_key_file(host)
+    if not key_file.is_file():
+        raise StationError(f"no API key for {host} at {key_file}", f"deploy first: invoke deploy --host {host}")
+    with tunnel.engine_url(host, console) as url, console.status(f"Trying what agents send against {url}"):
+        reasoning = "reasoning-parser" in recipe.engine.args
+        endpoint = agent_check.Endpoint(url, key_file.read_text().strip(), recipe.model.served_name, reasoning)
+        return agent_check.run(endpoint)
 
 
 def grafana_url(host_vars: dict[str, Any]) -> str | None:
@@ -105,7 +135,7 @@ def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, 
     inventory.host_vars(host)
     run_id = runs.new_id(host, recipe.name)
     out = runs.folder(run_id)
-    extra = render.bench_vars(recipe, run_id) | controller_vars() | {"vllm_bench_output_dir": str(out)}
+    extra = render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}
     playbook.run("bench", host, extra, console)
     result = bench_result.parse(out / "bench.json")
     problems = bench_result.problems(result, recipe.bench)
@@ -149,7 +179,7 @@ def provision_vars(recipe: Recipe | None) -> dict[str, Any]:
 def provision(host: str, recipe: Recipe | None, tags: str, console: Console) -> Provisioning:
     started = time.monotonic()
     inventory.host_vars(host)
-    result = playbook.run("provision", host, controller_vars() | provision_vars(recipe), console, tags)
+    result = playbook.run("provision", host, provision_vars(recipe), console, tags)
     return Provisioning(host, result.changed_tasks, time.monotonic() - started)
 
 
@@ -164,17 +194,17 @@ def check_args(host: str, labelled: list[tuple[str, Recipe]], console: Console) 
     representatives = {recipe.engine.image: recipe for _, recipe in labelled}  # one recipe per image
     for image, recipe in representatives.items():
         checks = [{"label": label, "argv": render.serve_argv(r)} for label, r in labelled if r.engine.image == image]
-        extra = render.engine_vars(recipe) | controller_vars() | prepare_images(host, recipe, console)
+        extra = render.engine_vars(recipe) | prepare_images(host, recipe, console)
         playbook.run("check", host, extra | {"vllm_server_arg_checks": checks}, console)
 
 
 def status(host: str, console: Console) -> dict[str, Any]:
     inventory.host_vars(host)
     with tempfile.TemporaryDirectory(prefix="station-status-") as out:
-        playbook.run("status", host, controller_vars() | {"station_output_dir": out}, console)
+        playbook.run("status", host, {"station_output_dir": out}, console)
         return json.loads((Path(out) / "status.json").read_text())
 
 
 def down(host: str, console: Console) -> playbook.PlaybookResult:
     inventory.host_vars(host)
-    return playbook.run("down", host, controller_vars(), console)
+    return playbook.run("down", host, {}, console)

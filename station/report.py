@@ -8,6 +8,7 @@ from rich.table import Table
 
 from station.accuracy import AccuracyRun
 from station.actions import BenchRun, Deployment, Provisioning
+from station.agent_check import Check
 from station.cost import Cost, Scenario
 from station.telemetry import TelemetrySummary
 
@@ -26,6 +27,19 @@ def deployment(done: Deployment) -> Table:
         table.add_row("Grafana", "skipped: no Grafana image for this host (see the note above)")
     _changes(table, done.changed_tasks)
     table.add_row("Took", f"{done.seconds:.0f} s")
+    return table
+
+
+OUTCOME_STYLE = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]skip[/]"}
+
+
+def agent_checks(host: str, checks: list[Check]) -> Table:
+    table = Table(title=f"What coding agents send, against {host}", title_justify="left")
+    table.add_column("Capability")
+    table.add_column("Result")
+    table.add_column("Detail", overflow="fold")
+    for check in checks:
+        table.add_row(check.capability, OUTCOME_STYLE[check.outcome], check.detail)
     return table
 
 

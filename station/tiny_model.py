@@ -5,6 +5,12 @@ serves this model with `--load-format dummy`: random weights, real vLLM. The
 tokenizer is a byte-level BPE trained on the docstrings of Python's builtins,
 which makes the output the same for the same Python release.
 
+It chats like the models agents use: a chat template in the Hermes/Qwen
+format (system prompt, tool schemas in <tools>, calls in <tool_call>, results
+in <tool_response>), which vLLM's built-in `hermes` tool parser reads. Random
+weights cannot choose a tool; a named tool_choice still returns schema-valid
+arguments, because vLLM's structured outputs constrain them.
+
 Runs inside the engine image while it is built (docker/vllm-cpu/Dockerfile):
 
     python tiny_model.py /opt/station/models/tiny-llama
@@ -37,7 +43,60 @@ CONFIG = {
     "eos_token_id": 1,
     "torch_dtype": "float32",
 }
-SPECIAL_TOKENS = ["<s>", "</s>"]
+SPECIAL_TOKENS = ["<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+# Plain added tokens, as in Qwen's and Hermes' tokenizers: kept in decoded text,
+# where the tool parser looks for them.
+TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+
+CHAT_TEMPLATE = """\
+{%- if tools %}
+<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{% for tool in tools %}
+{{ tool | tojson }}
+{% endfor %}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+{% elif messages[0].role == 'system' %}
+<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'user' or (message.role == 'assistant' and not message.tool_calls) %}
+<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% elif message.role == 'assistant' %}
+<|im_start|>assistant
+{% if message.content %}{{ message.content }}
+{% endif %}
+{%- for call in message.tool_calls %}
+{%- set call = call.function if call.function is defined else call %}
+<tool_call>
+{"name": "{{ call.name }}", "arguments": {{ call.arguments if call.arguments is string else call.arguments | tojson }}}
+</tool_call>
+{% endfor %}<|im_end|>
+{% elif message.role == 'tool' %}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}<|im_start|>user
+{% endif %}<tool_response>
+{{ message.content }}
+</tool_response>
+{% if loop.last or messages[loop.index0 + 1].role != 'tool' %}<|im_end|>
+{% endif %}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"""
 
 
 def corpus() -> Iterator[str]:
@@ -49,7 +108,7 @@ def corpus() -> Iterator[str]:
 
 
 def train_tokenizer(vocab_size: int):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -62,18 +121,20 @@ def train_tokenizer(vocab_size: int):
         show_progress=False,
     )
     tokenizer.train_from_iterator(corpus(), trainer)
+    tokenizer.add_tokens([AddedToken(token, special=False, normalized=False) for token in TOOL_TOKENS])
     return tokenizer
 
 
 def write(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer(CONFIG["vocab_size"])
+    tokenizer = train_tokenizer(CONFIG["vocab_size"] - len(TOOL_TOKENS))
     tokenizer.save(str(out / "tokenizer.json"))
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": SPECIAL_TOKENS[0],
         "eos_token": SPECIAL_TOKENS[1],
         "model_max_length": CONFIG["max_position_embeddings"],
+        "chat_template": CHAT_TEMPLATE,
     }
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")
     (out / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")

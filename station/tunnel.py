@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
+import subprocess
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from station import actions, inventory, playbook
+from station import inventory, playbook
+from station.errors import StationError
 
 # Service → the role whose <role>_port and <role>_bind_address say where it listens.
 SERVICES = {
@@ -26,8 +32,13 @@ SERVICES = {
 @dataclass(frozen=True)
 class Forward:
     service: str
-    port: int
+    port: int  # on this machine's loopback
     remote_address: str
+    remote_port: int | None = None  # on the host; the same port when None
+
+    @property
+    def spec(self) -> str:
+        return f"127.0.0.1:{self.port}:{self.remote_address}:{self.remote_port or self.port}"
 
 
 def forwards(settings: dict[str, Any]) -> list[Forward]:
@@ -40,13 +51,14 @@ def forwards(settings: dict[str, Any]) -> list[Forward]:
     return found
 
 
-def ssh_argv(connection: dict[str, Any]) -> list[str]:
+def ssh_argv(connection: dict[str, Any], chosen: list[Forward] | None = None) -> list[str]:
+    """`ssh -N` with a local forward for each service (all of them unless `chosen`), bound to 127.0.0.1 only."""
     argv = ["ssh", "-N", "-o", "ExitOnForwardFailure=yes", "-p", str(connection["port"])]
     if connection["private_key"]:
         argv += ["-i", connection["private_key"]]
     argv += shlex.split(connection["ssh_args"])
-    for forward in forwards(connection["settings"]):
-        argv += ["-L", f"{forward.port}:{forward.remote_address}:{forward.port}"]
+    for forward in chosen or forwards(connection["settings"]):
+        argv += ["-L", forward.spec]
     target = f"{connection['user']}@{connection['address']}" if connection["user"] else connection["address"]
     return [*argv, target]
 
@@ -55,5 +67,43 @@ def describe(host: str, console: Console) -> dict[str, Any]:
     """The host's connection settings and service ports, templated by Ansible."""
     inventory.host_vars(host)
     with tempfile.TemporaryDirectory(prefix="station-tunnel-") as out:
-        playbook.run("tunnel", host, actions.controller_vars() | {"station_output_dir": out}, console)
+        playbook.run("tunnel", host, {"station_output_dir": out}, console)
         return json.loads((Path(out) / "tunnel.json").read_text())
+
+
+def free_local_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def engine_url(host: str, console: Console) -> Iterator[str]:
+    """The engine API's base URL as this machine reaches it: directly on a local host, else through an SSH forward."""
+    connection = describe(host, console)
+    (engine,) = [forward for forward in forwards(connection["settings"]) if forward.service == "engine API"]
+    if connection["connection"] == "local":
+        yield f"http://{engine.remote_address}:{engine.port}/v1"
+        return
+    local_port = free_local_port()
+    argv = ssh_argv(connection, [Forward(engine.service, local_port, engine.remote_address, engine.port)])
+    ssh = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_listening(ssh, local_port)
+        yield f"http://127.0.0.1:{local_port}/v1"
+    finally:
+        ssh.terminate()
+        ssh.wait(timeout=10)
+
+
+def _wait_listening(ssh: subprocess.Popen, port: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ssh.poll() is not None:
+            error = ssh.stderr.read().decode(errors="replace").strip() if ssh.stderr else ""
+            raise StationError(f"the SSH forward to the engine failed: {error}", "check: invoke tunnel --print-only")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise StationError(f"the SSH forward to the engine did not open within {timeout_s:.0f} s", "check the SSH access")

@@ -21,9 +21,17 @@ def test_gb300_steps_carry_the_published_figures(gb300) -> None:
     assert [gb300.published(index) for index in range(len(gb300.steps))] == RECIPE_FACTS_FIGURES
 
 
-def test_gb300_step0_is_defaults_with_fp32_state_and_256_sequences(gb300) -> None:
+AGENT_SERVING = {
+    "enable-auto-tool-choice": True,
+    "tool-call-parser": "qwen3_xml",
+    "reasoning-parser": "nemotron_v3",
+    "max-model-len": 262144,
+}
+
+
+def test_gb300_step0_is_defaults_with_fp32_state_and_256_sequences_and_agent_serving(gb300) -> None:
     args = gb300.recipe(0).engine.args
-    assert args == {"trust-remote-code": True, "max-num-seqs": 256, "mamba-ssm-cache-dtype": "float32"}
+    assert args == {"trust-remote-code": True, "max-num-seqs": 256, "mamba-ssm-cache-dtype": "float32"} | AGENT_SERVING
     assert gb300.recipe(0).bench.model_dump(include={"input_len", "output_len", "concurrency"}) == {
         "input_len": 512,
         "output_len": 512,
@@ -112,3 +120,11 @@ def test_labelled_recipes_name_each_step() -> None:
     assert labels[0] == "step 0 (vLLM defaults (the checkpoint's bfloat16, 256 sequences))"
     assert len(labels) == len(recipe.load_ladder("cpu-ladder").steps)
     assert [label for label, _ in recipe.load_labelled("cpu-smoke")] == ["cpu-smoke"]
+
+
+@pytest.mark.parametrize("name", [GB300, "nemotron-3.5-super-vl-h100-h200", "nemotron-3.5-super-vl-b200"])
+def test_every_nemotron_step_serves_agents_with_vllms_nemotron_parsers(name: str) -> None:
+    ladder = recipe.load_ladder(name)
+    for index in range(len(ladder.steps)):
+        args = ladder.recipe(index).engine.args
+        assert {flag: args.get(flag) for flag in AGENT_SERVING} == AGENT_SERVING

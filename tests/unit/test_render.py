@@ -52,6 +52,11 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "2048",
         "--max-num-seqs",
         "256",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+        "--structured-outputs-config",
+        '{"backend":"xgrammar","disable_any_whitespace":true}',
     ]
 
 

@@ -79,7 +79,7 @@ def test_compare_gives_ratios_b_over_a(results) -> None:
     assert "| Output tok/s | 1,000 | 1,500 | 1.50x |" in path.read_text()
 
 
-def test_tunnel_forwards_every_service_with_inventory_overrides() -> None:
+def test_tunnel_forwards_every_service_with_inventory_overrides_from_loopback_only() -> None:
     connection = {
         "connection": "ssh",
         "address": "dgx01.example",
@@ -94,10 +94,17 @@ def test_tunnel_forwards_every_service_with_inventory_overrides() -> None:
     assert argv[argv.index("-i") : argv.index("-i") + 2] == ["-i", "/keys/id"]
     forwards = [argv[i + 1] for i, part in enumerate(argv) if part == "-L"]
     assert forwards == [
-        "8001:127.0.0.1:8001",
-        "9090:127.0.0.1:9090",
-        "3000:127.0.0.1:3000",
-        "9100:127.0.0.1:9100",
-        "9400:127.0.0.1:9400",
+        "127.0.0.1:8001:127.0.0.1:8001",
+        "127.0.0.1:9090:127.0.0.1:9090",
+        "127.0.0.1:3000:127.0.0.1:3000",
+        "127.0.0.1:9100:127.0.0.1:9100",
+        "127.0.0.1:9400:127.0.0.1:9400",
     ]
     assert json.dumps(argv)  # plain strings only
+
+
+def test_tunnel_can_forward_one_service_to_another_local_port() -> None:
+    connection = {"address": "dgx01", "user": "", "port": 22, "private_key": "", "ssh_args": "", "settings": {}}
+    chosen = [tunnel.Forward("engine API", 41000, "127.0.0.1", 8000)]
+    argv = tunnel.ssh_argv(connection, chosen)
+    assert [argv[i + 1] for i, part in enumerate(argv) if part == "-L"] == ["127.0.0.1:41000:127.0.0.1:8000"]

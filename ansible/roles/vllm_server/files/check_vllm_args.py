@@ -16,6 +16,11 @@ import json
 import re
 import sys
 
+# The parsers a recipe names, and the registries that list the ones this vLLM has.
+PARSER_REGISTRIES = (
+    ("--tool-call-parser", "vllm.tool_parsers", "ToolParserManager"),
+    ("--reasoning-parser", "vllm.reasoning", "ReasoningParserManager"),
+)
 # Where make_arg_parser lives differs between vLLM releases.
 PARSER_MODULES = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
 
@@ -52,17 +57,43 @@ def check(parser, label, argv):
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            parser.parse_args(argv)
+            args = parser.parse_args(argv)
     except SystemExit:
         return diagnose(parser, label, errors.getvalue())
     except Exception as error:  # a type function of the parser raised: report it, do not crash
         return diagnose(parser, label, str(error))
-    return {"label": label, "ok": True}
+    return unknown_parser(label, args) or {"label": label, "ok": True}
+
+
+def registered(module, manager):
+    with contextlib.suppress(ImportError, AttributeError):
+        return set(getattr(importlib.import_module(module), manager).list_registered())
+    return None  # a vLLM without this registry: nothing to check against
+
+
+def unknown_parser(label, args):
+    """Parser names are free text to argparse; the engine would reject an unknown one only at start."""
+    for flag, module, manager in PARSER_REGISTRIES:
+        attribute = flag.removeprefix("--").replace("-", "_")
+        name = getattr(args, attribute, None)
+        known = registered(module, manager) if name else None
+        if known is not None and name not in known and not getattr(args, f"{attribute}_plugin", None):
+            near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+            error = f"{name!r} is not one of this vLLM's {flag[2:]}s ({', '.join(sorted(known))})"
+            return {"label": label, "ok": False, "flag": flag, "error": error, "suggestion": near[0] if near else None}
+    return None
+
+
+def error_text(output):
+    """argparse's error line and what follows it (pydantic's reasons), without the usage or pydantic's link."""
+    lines = output.strip().splitlines() or ["the parser rejected the arguments"]
+    start = next((i for i, line in enumerate(lines) if "error: " in line), len(lines) - 1)
+    kept = [line.strip() for line in lines[start:] if not line.strip().startswith("For further information")]
+    return " ".join(kept).split("error: ", 1)[-1]
 
 
 def diagnose(parser, label, output):
-    message = (output.strip().splitlines() or ["the parser rejected the arguments"])[-1]
-    message = message.split("error: ", 1)[-1]
+    message = error_text(output)
     known = known_options(parser)
     unknown = re.search(r"unrecognized arguments: (\S+)", message)
     named = re.search(r"argument ([^:]+):", message)

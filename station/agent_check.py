@@ -1,0 +1,267 @@
+"""What a coding agent sends, tried against a deployed endpoint with the `openai` SDK.
+
+Cline, Roo and OpenHands talk to an "OpenAI compatible" endpoint: streamed
+chat with a system prompt, tool schemas and a growing history, native tool
+calls (`tool_choice: "auto"`), tool results fed back, long prompts. Each
+capability is one check here; a failing one says what the engine answered and
+which recipe setting fixes it.
+
+Random weights (the CPU path) cannot choose a tool, so the named-tool check
+forces one: vLLM serves a named `tool_choice` with structured outputs, which
+keep the arguments inside the tool's JSON schema with any weights.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+import openai
+import requests
+
+Outcome = Literal["pass", "fail", "skip"]
+
+TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "enum": ["README.md", "tasks.py", "pyproject.toml"]},
+        "create": {"type": "boolean"},
+    },
+    "required": ["path", "create"],
+    "additionalProperties": False,
+}
+# `strict` is OpenAI's way to ask for arguments that follow the schema; vLLM 0.32
+# pins argument schemas only for strict tools (or all, with --tool-strict-level
+# parameter), and otherwise constrains them to any JSON value.
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "open_file",
+        "description": "Open a file of the repository",
+        "parameters": TOOL_SCHEMA,
+        "strict": True,
+    },
+}
+SYSTEM = "You are a coding agent working in a git repository. Use the tools to read files before you answer."
+ASK = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "What does the README say?"}]
+OPENED = json.dumps({"path": "README.md", "create": False})
+TOOL_TURN = [
+    *ASK,
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "open_file", "arguments": '{"path": "README.md"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "# station\nSelf-host an open LLM on one GPU box."},
+]
+# Hints for the engine's own error messages: the recipe setting that fixes each.
+HINTS = {
+    "--enable-auto-tool-choice": "set engine.args enable-auto-tool-choice: true and tool-call-parser: <parser>",
+    "chat template": "serve a model whose tokenizer has a chat template, or set engine.args chat-template",
+    "reasoning": "set engine.args reasoning-parser for this model",
+}
+MAX_TOKENS = 16
+# Enough for the named tool's arguments to close: the tool-call grammar allows
+# free whitespace, which random weights emit for a few hundred tokens.
+ARGUMENT_TOKENS = 1024
+CONTEXT_MARGIN = 32  # tokens left free by the near-the-limit request
+FILLER = " hello"
+
+
+@dataclass(frozen=True)
+class Check:
+    capability: str
+    outcome: Outcome
+    detail: str
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str  # ends in /v1
+    api_key: str
+    model: str
+    reasoning: bool  # the recipe sets a reasoning parser
+
+    def client(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=600)
+
+
+class CheckFailed(Exception):
+    """A capability that did not hold; the message is the table's detail."""
+
+
+def hint_for(message: str) -> str:
+    found = [hint for needle, hint in HINTS.items() if needle.lower() in message.lower()]
+    return f" → {found[0]}" if found else ""
+
+
+def run(endpoint: Endpoint) -> list[Check]:
+    """Every capability in turn; one failing does not stop the others."""
+    client = endpoint.client()
+    checks: list[tuple[str, Callable[[], str]]] = [
+        ("chat", lambda: chat(client, endpoint)),
+        ("streaming chat", lambda: streaming_chat(client, endpoint)),
+        ("tools, auto", lambda: tools_auto(client, endpoint, stream=False)),
+        ("tools, auto, streamed", lambda: tools_auto(client, endpoint, stream=True)),
+        ("named tool, schema-valid arguments", lambda: named_tool(client, endpoint)),
+        ("tool-result turn", lambda: tool_result_turn(client, endpoint)),
+        ("reasoning kept apart", lambda: reasoning_apart(client, endpoint)),
+        ("prompt near the context limit", lambda: near_context_limit(client, endpoint)),
+        ("prompt over the context limit refused", lambda: over_context_limit(client, endpoint)),
+    ]
+    return [attempt(capability, check) for capability, check in checks]
+
+
+def attempt(capability: str, check: Callable[[], str]) -> Check:
+    try:
+        detail = check()
+    except CheckFailed as failure:
+        return Check(capability, "fail", str(failure))
+    except openai.APIStatusError as error:
+        message = _error_message(error)
+        return Check(capability, "fail", f"HTTP {error.status_code}: {message}{hint_for(message)}")
+    except (openai.APIError, requests.RequestException) as error:
+        return Check(capability, "fail", f"{type(error).__name__}: {error}")
+    if detail.startswith("skipped"):
+        return Check(capability, "skip", detail)
+    return Check(capability, "pass", detail)
+
+
+def _error_message(error: openai.APIStatusError) -> str:
+    body = error.body if isinstance(error.body, dict) else {}
+    return str(body.get("message") or error.message).strip()
+
+
+def chat(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    reply = client.chat.completions.create(model=endpoint.model, messages=ASK, max_tokens=MAX_TOKENS)
+    if not reply.usage or not reply.usage.completion_tokens:
+        raise CheckFailed("the reply counts no completion tokens")
+    return f"{reply.usage.prompt_tokens} prompt tokens, {reply.usage.completion_tokens} generated"
+
+
+def _stream(client: openai.OpenAI, endpoint: Endpoint, **request: Any) -> tuple[int, str | None, list[Any]]:
+    """Chunks received, the finish reason, and the streamed tool-call deltas."""
+    chunks, finish, calls = 0, None, []
+    stream = client.chat.completions.create(
+        model=endpoint.model, max_tokens=MAX_TOKENS, stream=True, stream_options={"include_usage": True}, **request
+    )
+    for chunk in stream:
+        chunks += 1
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            calls += choice.delta.tool_calls or []
+    return chunks, finish, calls
+
+
+def streaming_chat(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    chunks, finish, _ = _stream(client, endpoint, messages=ASK)
+    if finish is None:
+        raise CheckFailed(f"the stream ended after {chunks} chunks without a finish reason")
+    return f"{chunks} chunks, finish reason {finish}"
+
+
+def tools_auto(client: openai.OpenAI, endpoint: Endpoint, stream: bool) -> str:
+    if stream:
+        chunks, finish, calls = _stream(client, endpoint, messages=ASK, tools=[TOOL], tool_choice="auto")
+        return f"{chunks} chunks, {len(calls)} tool-call deltas, finish reason {finish}"
+    reply = client.chat.completions.create(
+        model=endpoint.model, messages=ASK, tools=[TOOL], tool_choice="auto", max_tokens=MAX_TOKENS
+    )
+    message = reply.choices[0].message
+    return f"answered with {len(message.tool_calls or [])} tool call(s), finish reason {reply.choices[0].finish_reason}"
+
+
+def named_tool(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    reply = client.chat.completions.create(
+        model=endpoint.model,
+        messages=ASK,
+        tools=[TOOL],
+        tool_choice={"type": "function", "function": {"name": "open_file"}},
+        max_tokens=ARGUMENT_TOKENS,
+    )
+    calls = reply.choices[0].message.tool_calls or []
+    if [call.function.name for call in calls] != ["open_file"]:
+        raise CheckFailed(f"expected one call of open_file, got {[call.function.name for call in calls]}")
+    try:
+        arguments = json.loads(calls[0].function.arguments)
+        jsonschema.validate(arguments, TOOL_SCHEMA)
+    except (json.JSONDecodeError, jsonschema.ValidationError) as error:
+        raise CheckFailed(f"arguments {calls[0].function.arguments!r} break the tool's schema: {error}") from error
+    return f"open_file({json.dumps(arguments)})"
+
+
+def tool_result_turn(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    reply = client.chat.completions.create(
+        model=endpoint.model, messages=TOOL_TURN, tools=[TOOL], max_tokens=MAX_TOKENS
+    )
+    return f"{reply.usage.prompt_tokens} prompt tokens with the tool's result" if reply.usage else "answered"
+
+
+def reasoning_apart(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    if not endpoint.reasoning:
+        return "skipped: the recipe sets no reasoning parser"
+    reply = client.chat.completions.create(model=endpoint.model, messages=ASK, max_tokens=256)
+    message = reply.choices[0].message.model_dump()
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if not reasoning:
+        raise CheckFailed("no reasoning field in the reply: the reasoning parser did not separate it")
+    if reasoning in (message.get("content") or ""):
+        raise CheckFailed("the reasoning is repeated in the answer")
+    return f"{len(reasoning)} characters of reasoning, apart from the answer"
+
+
+def _tokens(endpoint: Endpoint, messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """The chat prompt's token count and the model's context length, from vLLM's /tokenize."""
+    response = requests.post(
+        endpoint.base_url.removesuffix("/v1") + "/tokenize",
+        json={"model": endpoint.model, "messages": messages, "add_generation_prompt": True},
+        headers={"Authorization": f"Bearer {endpoint.api_key}"},
+        timeout=600,
+    )
+    response.raise_for_status()
+    counted = response.json()
+    return counted["count"], counted["max_model_len"]
+
+
+def long_prompt(endpoint: Endpoint, target: int) -> list[dict[str, Any]]:
+    """A chat whose prompt is `target` tokens or just under, padded with a filler that tokenizes evenly."""
+    base, _ = _tokens(endpoint, [{"role": "user", "content": ""}])
+    unit, _ = _tokens(endpoint, [{"role": "user", "content": FILLER * 64}])
+    per_filler = max(1, (unit - base) // 64)
+    return [{"role": "user", "content": FILLER * max(0, (target - base) // per_filler)}]
+
+
+def near_context_limit(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    _, limit = _tokens(endpoint, ASK)
+    messages = long_prompt(endpoint, limit - CONTEXT_MARGIN)
+    count, _ = _tokens(endpoint, messages)
+    if count + 4 > limit:
+        raise CheckFailed(f"could not build a prompt under the {limit}-token context ({count} tokens)")
+    client.chat.completions.create(model=endpoint.model, messages=messages, max_tokens=4)
+    return f"{count} of {limit} tokens accepted"
+
+
+def over_context_limit(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    _, limit = _tokens(endpoint, ASK)
+    messages = long_prompt(endpoint, limit + 64)
+    try:
+        client.chat.completions.create(model=endpoint.model, messages=messages, max_tokens=4)
+    except openai.BadRequestError as error:
+        message = _error_message(error)
+        if "context" not in message.lower() and "too long" not in message.lower():
+            raise CheckFailed(f"refused, but not for its length: {message}") from error
+        return f"400: {message[:90]}"
+    raise CheckFailed(f"a prompt over the {limit}-token context was served instead of refused")
+
+
+def failed(checks: list[Check]) -> list[Check]:
+    return [check for check in checks if check.outcome == "fail"]

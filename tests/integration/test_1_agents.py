@@ -1,0 +1,114 @@
+"""What coding agents send, against the deployed cpu-smoke engine: `invoke agent-check` and the `openai` SDK itself."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import openai
+import pytest
+import yaml
+
+from station import agent_check, paths
+from tests.integration.conftest import ENGINE_URL, invoke, succeeded
+
+CAPABILITIES = [
+    "chat",
+    "streaming chat",
+    "tools, auto",
+    "tools, auto, streamed",
+    "named tool, schema-valid arguments",
+    "tool-result turn",
+    "prompt near the context limit",
+    "prompt over the context limit refused",
+]
+
+
+@pytest.fixture(scope="module")
+def checked(first_deploy):
+    return succeeded(invoke("agent-check", "--host", "local"))
+
+
+@pytest.fixture(scope="module")
+def client(api_key) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{ENGINE_URL}/v1", api_key=api_key, max_retries=0)
+
+
+def row(output: str, capability: str) -> str:
+    (line,) = [line for line in output.splitlines() if line.startswith(f"│ {capability} ")]
+    return line
+
+
+def test_deploy_reports_what_agents_send_before_it_reports_deployed(first_deploy) -> None:
+    output = first_deploy.output
+    assert output.index("What coding agents send, against local") < output.index("Deployed cpu-smoke on local")
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES)
+def test_agent_check_passes_on_cpu_smoke(checked, capability: str) -> None:
+    assert "│ pass " in row(checked.output, capability), checked.output
+
+
+def test_reasoning_is_skipped_where_the_recipe_sets_no_parser(checked) -> None:
+    assert "skipped: the recipe sets no reasoning parser" in row(checked.output, "reasoning kept apart")
+
+
+def test_a_named_tool_comes_back_with_schema_valid_arguments(client, smoke) -> None:
+    reply = client.chat.completions.create(
+        model=smoke.model.served_name,
+        messages=agent_check.ASK,
+        tools=[agent_check.TOOL],
+        tool_choice={"type": "function", "function": {"name": "open_file"}},
+        max_tokens=agent_check.ARGUMENT_TOKENS,
+    )
+    (call,) = reply.choices[0].message.tool_calls
+    assert call.function.name == "open_file"
+    jsonschema.validate(json.loads(call.function.arguments), agent_check.TOOL_SCHEMA)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_tools_with_auto_choice_are_served(client, smoke, stream: bool) -> None:
+    reply = client.chat.completions.create(
+        model=smoke.model.served_name,
+        messages=agent_check.ASK,
+        tools=[agent_check.TOOL],
+        tool_choice="auto",
+        max_tokens=8,
+        stream=stream,
+    )
+    finish = [c.finish_reason for chunk in reply for c in chunk.choices] if stream else [reply.choices[0].finish_reason]
+    assert {"stop", "length", "tool_calls"} & set(finish)
+
+
+@pytest.fixture(scope="module")
+def without_tool_parser(first_deploy, tmp_path_factory):
+    """cpu-smoke deployed without its tool parser (agent-check fails), then cpu-smoke again."""
+    data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
+    data["name"] = "cpu-smoke-no-tools"
+    for flag in ("enable-auto-tool-choice", "tool-call-parser"):
+        del data["engine"]["args"][flag]
+    path = tmp_path_factory.mktemp("recipes") / "no-tools.yml"
+    path.write_text(yaml.safe_dump(data))
+    try:
+        yield invoke("deploy", "--host", "local", "--recipe", str(path))
+    finally:
+        succeeded(invoke("deploy", "--host", "local"))
+
+
+def test_without_a_tool_parser_deploy_fails_naming_the_flag(without_tool_parser) -> None:
+    run = without_tool_parser
+    assert run.returncode == 1, run.output
+    assert "coding agents cannot use the endpoint on local: tools, auto, tools, auto, streamed failed" in run.output
+    assert "│ FAIL " in row(run.output, "tools, auto") and "--enable-auto-tool-choice" in run.output
+    assert "set engine.args enable-auto-tool-choice: true and tool-call-parser" in run.output
+    assert "Deployed cpu-smoke-no-tools" not in run.output
+    assert "Traceback" not in run.output
+
+
+def test_check_recipe_rejects_a_tool_parser_this_vllm_lacks(tmp_path) -> None:
+    path = tmp_path / "typo.yml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke", "engine": {"args": {"tool-call-parser": "hermess"}}}))
+    run = invoke("check-recipe", "--recipe", str(path))
+    assert run.returncode == 1, run.output
+    assert "--tool-call-parser: 'hermess' is not one of this vLLM's tool-call-parsers" in run.output
+    assert "nearest valid spelling: hermes" in run.output
