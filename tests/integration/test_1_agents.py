@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 
 import jsonschema
 import openai
@@ -98,7 +101,7 @@ def without_tool_parser(first_deploy, tmp_path_factory):
 def test_without_a_tool_parser_deploy_fails_naming_the_flag(without_tool_parser) -> None:
     run = without_tool_parser
     assert run.returncode == 1, run.output
-    assert "coding agents cannot use the endpoint on local: tools, auto, tools, auto, streamed failed" in run.output
+    assert "coding agents cannot use the endpoint on local: tools, auto, tools, auto, streamed," in run.output
     assert "│ FAIL " in row(run.output, "tools, auto") and "--enable-auto-tool-choice" in run.output
     assert "set engine.args enable-auto-tool-choice: true and tool-call-parser" in run.output
     assert "Deployed cpu-smoke-no-tools" not in run.output
@@ -112,3 +115,19 @@ def test_check_recipe_rejects_a_tool_parser_this_vllm_lacks(tmp_path) -> None:
     assert run.returncode == 1, run.output
     assert "--tool-call-parser: 'hermess' is not one of this vLLM's tool-call-parsers" in run.output
     assert "nearest valid spelling: hermes" in run.output
+
+
+def readme_snippet() -> str:
+    section = (paths.ROOT / "README.md").read_text().split("## Use it from a coding agent", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    return code
+
+
+def test_the_readmes_agent_snippet_runs_as_written(first_deploy, tmp_path) -> None:
+    (tmp_path / ".station").symlink_to(paths.STATE)  # the snippet reads the key from the checkout's .station/
+    (tmp_path / "snippet.py").write_text(readme_snippet())
+    run = subprocess.run(
+        [sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip(), "the stream printed nothing"

@@ -1,0 +1,61 @@
+"""Every external image the product references is in the pin ledger (docs/pins.yml), pinned and arm64-ready."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from station import paths, recipe
+
+LEDGER = yaml.safe_load((paths.ROOT / "docs" / "pins.yml").read_text())
+PINNED = {entry["ref"]: entry for entry in LEDGER["images"]}
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def role_default_images() -> list[str]:
+    """Every *_image default of a role and of the inventory that names a registry image (not station's own)."""
+    files = [*paths.ANSIBLE.glob("roles/*/defaults/main.yml"), *paths.ANSIBLE.glob("inventory/group_vars/*.yml")]
+    found = []
+    for path in files:
+        for name, value in (yaml.safe_load(path.read_text()) or {}).items():
+            if name.endswith("_image") and isinstance(value, str) and "/" in value and "{{" not in value:
+                found.append(value)
+    return [image for image in found if not image.startswith("station/")]
+
+
+def dockerfile_images() -> list[str]:
+    args = re.compile(r"^ARG \w+_IMAGE=(\S+)$", re.MULTILINE)
+    found = [m for path in paths.DOCKER.glob("*/Dockerfile") for m in args.findall(path.read_text())]
+    return [image for image in found if not image.startswith("station/")]
+
+
+def recipe_images() -> list[str]:
+    found = [r.engine.image for name in recipe.available() for _, r in recipe.load_labelled(name)]
+    return [image for image in found if not image.startswith("station/")]
+
+
+REFERENCED = sorted(set(role_default_images() + dockerfile_images() + recipe_images()))
+
+
+def test_the_scan_finds_the_images_it_should() -> None:
+    assert any("dcgm-exporter" in image for image in REFERENCED)
+    assert any(image.startswith("nvidia/cuda:") for image in REFERENCED)
+
+
+@pytest.mark.parametrize("image", REFERENCED)
+def test_every_referenced_image_is_in_the_ledger(image: str) -> None:
+    assert image in PINNED, f"{image} has no entry in docs/pins.yml: look up its evidence and add it"
+
+
+@pytest.mark.parametrize("image", REFERENCED)
+def test_every_referenced_image_is_pinned_by_digest_and_runs_on_arm64(image: str) -> None:
+    assert DIGEST.search(image), f"{image} is not pinned by digest"
+    assert "arm64" in PINNED[image]["arches"]
+
+
+@pytest.mark.parametrize("entry", LEDGER["images"], ids=lambda entry: entry["ref"].split("@")[0])
+def test_every_ledger_entry_has_evidence_and_a_date(entry: dict) -> None:
+    assert entry["evidence"] and all(len(line) > 40 for line in entry["evidence"])
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(entry["checked"]))
