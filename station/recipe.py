@@ -25,6 +25,14 @@ RESERVED_FLAGS = {
     "api-key": "the generated API key (station sets VLLM_API_KEY)",
 }
 RESERVED_ENV = {"VLLM_API_KEY": "the generated API key"}
+# Recipes are recorded in provenance, run files and logs: no secrets in them.
+SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL")
+SECRET_ENV_HINT = (
+    "recipes are recorded in provenance, results and logs; give the Hugging Face token to provisioning "
+    "(host_tuning_hf_token), which keeps it in a file on the host that the engine reads"
+)
+# Jinja delimiters: Ansible would evaluate them on the controller, which holds every host's keys.
+TEMPLATE_SYNTAX = re.compile(r"\{\{|\{%|\{#")
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -57,7 +65,9 @@ class Container(_Strict):
 
 class Engine(_Strict):
     image: str
-    build: str | None = Field(None, description="Folder under docker/ that builds the image locally")
+    build: str | None = Field(
+        None, pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Folder under docker/ that builds the image locally"
+    )
     build_args: dict[str, str] = Field({}, description="Build arguments of that folder's Dockerfile")
     vllm_version: str = Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+\S*$")
     args: dict[str, ArgValue] = {}
@@ -97,6 +107,8 @@ class Engine(_Strict):
                 raise ValueError(f"{name!r} is not an environment variable name (A-Z, 0-9, _)")
             if name in RESERVED_ENV:
                 raise ValueError(f"{name} is set by station ({RESERVED_ENV[name]}); remove it")
+            if SECRET_ENV.search(name):
+                raise ValueError(f"{name} looks like a secret: {SECRET_ENV_HINT}")
         return {k: v if isinstance(v, str) else _scalar_text(k, v) for k, v in env.items()}
 
     @model_validator(mode="after")
@@ -269,7 +281,25 @@ def read(name_or_path: str, seen: tuple[Path, ...] = ()) -> tuple[Path, dict[str
     parent = data.pop("extends", None)
     if parent:
         data = merge(read(str(parent), (*seen, path.resolve()))[1], data)
+    reject_templates(path, data)
     return path, data
+
+
+def reject_templates(path: Path, data: Any, where: str = "") -> None:
+    """Refuse template syntax anywhere in a recipe: Ansible would run it on the controller."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            reject_templates(path, key, where)
+            reject_templates(path, value, f"{where}.{key}" if where else str(key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            reject_templates(path, value, f"{where}[{index}]")
+    elif isinstance(data, str) and TEMPLATE_SYNTAX.search(data):
+        raise StationError(
+            f"recipe {path}: {where or 'a key'} holds template syntax ({data!r}), "
+            "which Ansible would run on this machine",
+            "write the value literally, without {{ }}, {% %} or {# #}",
+        )
 
 
 def _validated(model: type[BaseModel], path: Path, data: dict[str, Any]) -> Any:

@@ -105,3 +105,44 @@ def test_every_problem_is_listed_at_once(cpu_smoke_data, write_recipe) -> None:
     with pytest.raises(StationError) as error:
         recipe.load(str(write_recipe(cpu_smoke_data)))
     assert "engine.image" in error.value.problem and "bench.output_len" in error.value.problem
+
+
+TEMPLATED = "{{ lookup('pipe', 'touch /tmp/station-owned') }}"
+
+
+@pytest.mark.parametrize(
+    ("field", "change"),
+    [
+        ("engine.args.max-model-len", {"engine": {"args": {"max-model-len": TEMPLATED}}}),
+        ("engine.env.OMP_NUM_THREADS", {"engine": {"env": {"OMP_NUM_THREADS": "{% raw %}1{% endraw %}"}}}),
+        ("model.id", {"model": {"id": "org/{# hidden #}model"}}),
+        ("description", {"description": TEMPLATED}),
+    ],
+)
+def test_template_syntax_anywhere_is_refused_before_ansible_sees_it(write_recipe, cpu_smoke_data, field, change):
+    path = write_recipe(recipe.merge(cpu_smoke_data, change))
+    with pytest.raises(StationError) as error:
+        recipe.load(str(path))
+    assert f"{field} holds template syntax" in error.value.problem
+    assert "which Ansible would run on this machine" in error.value.problem
+
+
+def test_template_syntax_is_refused_through_extends(tmp_path) -> None:
+    (tmp_path / "child.yml").write_text(f'extends: cpu-smoke\nengine:\n  args:\n    served: "{TEMPLATED}"\n')
+    with pytest.raises(StationError, match=r"engine\.args\.served holds template syntax"):
+        recipe.load(str(tmp_path / "child.yml"))
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "AWS_SECRET"])
+def test_secret_looking_env_names_are_refused(write_recipe, cpu_smoke_data, name: str) -> None:
+    cpu_smoke_data["engine"]["env"][name] = "x"
+    with pytest.raises(StationError) as error:
+        recipe.load(str(write_recipe(cpu_smoke_data)))
+    assert f"engine.env: {name} looks like a secret" in error.value.problem
+
+
+@pytest.mark.parametrize("build", ["../../etc", "/abs", "vllm cpu", "Vllm"])
+def test_engine_build_is_a_folder_name_only(write_recipe, cpu_smoke_data, build: str) -> None:
+    cpu_smoke_data["engine"]["build"] = build
+    with pytest.raises(StationError, match=r"engine\.build"):
+        recipe.load(str(write_recipe(cpu_smoke_data)))
