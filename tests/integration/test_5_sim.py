@@ -180,11 +180,34 @@ def test_a_variable_of_the_wrong_type_is_caught_before_any_change(tmp_path, sim_
     assert sim_host.file("/etc/docker/daemon.json").content_string == before
 
 
+HF_TOKEN = "hf_station_test_token_not_real"
+HF_TOKEN_FILE = "/var/lib/station/secrets/hf_token"
+
+
 @pytest.fixture(scope="module")
 def deployed_on_sim(provisioned) -> Invocation:
+    # What `provision` writes when host_tuning_hf_token is set (root, 0600).
+    folder = HF_TOKEN_FILE.rsplit("/", 1)[0]
+    sim_root(f"mkdir -p {folder} && echo {HF_TOKEN} > {HF_TOKEN_FILE} && chmod 600 {HF_TOKEN_FILE}")
     run = succeeded(invoke("deploy", "--host", "sim"))
     print(f"deploy on sim (bundle delivered): {run.seconds:.0f} s")
     return run
+
+
+def test_deploy_on_a_remote_host_checks_agents_through_an_ssh_forward(deployed_on_sim) -> None:
+    output = deployed_on_sim.output
+    assert "What coding agents send, against sim" in output
+    assert "│ pass " in output and "│ FAIL " not in output
+
+
+def test_the_hf_token_reaches_the_engine_as_a_read_only_file_only(deployed_on_sim, sim_host) -> None:
+    engine = json.loads(sim_host.run("docker inspect station-vllm").stdout)[0]
+    (mount,) = [m for m in engine["Mounts"] if m["Destination"] == "/run/secrets/hf_token"]
+    assert mount["Source"] == HF_TOKEN_FILE and mount["RW"] is False
+    env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
+    assert env["HF_TOKEN_PATH"] == "/run/secrets/hf_token" and "HF_TOKEN" not in env
+    assert HF_TOKEN not in json.dumps(engine)
+    assert sim_host.run("docker exec station-vllm cat /run/secrets/hf_token").stdout.strip() == HF_TOKEN
 
 
 def test_deploy_delivers_the_bundle_images_to_the_host(deployed_on_sim, sim_host, docker_client) -> None:
