@@ -22,6 +22,7 @@ from station import (
     gate,
     ladder,
     ladder_report,
+    lock,
     report,
     run_report,
     runs,
@@ -49,6 +50,13 @@ def user_errors() -> Iterator[None]:
         raise Exit(f"  → {error.hint}" if error.hint else "", code=1) from error
 
 
+@contextmanager
+def on_host(host: str, command: str) -> Iterator[None]:
+    """As user_errors, holding the host's lock: one command that changes or measures a host at a time."""
+    with user_errors(), lock.host(host, command):
+        yield
+
+
 def host_and_recipe(c: Context, host: str | None, recipe: str | None = None) -> tuple[str, str]:
     return host or c.config.station.host, recipe or c.config.station.recipe
 
@@ -57,7 +65,7 @@ def host_and_recipe(c: Context, host: str | None, recipe: str | None = None) -> 
 def provision(c, host=None, recipe=None, tags=""):
     """Take a host to ready: checks, NVIDIA driver, container toolkit, Docker, tuning; a second run changes nothing."""
     host = host or c.config.station.host
-    with user_errors():
+    with on_host(host, "provision"):
         done = actions.provision(host, recipes.load(recipe) if recipe else None, tags, console)
         console.print(report.provisioning(done))
 
@@ -90,7 +98,7 @@ def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
 def deploy(c, host=None, recipe=None, agent_check=True):
     """Deploy the recipe's engine and monitoring on a host, then check agents can use it; a rerun changes nothing."""
     host, recipe = host_and_recipe(c, host, recipe)
-    with user_errors():
+    with on_host(host, "deploy"):
         done = actions.deploy(host, recipes.load(recipe), console, agents=agent_check)
         if agent_check:
             require_agent_capabilities(host, done.agent_checks)
@@ -125,7 +133,7 @@ def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None
         else float(max_throughput_drop),
         ttft_p99_rise_pct=configured.ttft_p99_rise_pct if max_ttft_rise is None else float(max_ttft_rise),
     )
-    with user_errors():
+    with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None
         run = actions.smoke_bench(host, recipes.load(recipe), console)
         console.print(report.bench(run))
@@ -151,7 +159,7 @@ def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None
 def run_ladder(c, host=None, recipe="cpu-ladder", steps="", fresh=False):
     """Deploy and benchmark a ladder's steps one by one, then compare them side by side; resumes when interrupted."""
     host, _ = host_and_recipe(c, host)
-    with user_errors():
+    with on_host(host, "ladder"):
         definition = recipes.load_ladder(recipe)
         try:
             done = ladder.run(host, definition, ladder.select_steps(definition, steps), fresh, console)
@@ -273,7 +281,7 @@ def check_accuracy(
 ):
     """Accuracy drift between two steps: fixed prompts at temperature 0, compared token by token."""
     host, _ = host_and_recipe(c, host)
-    with user_errors():
+    with on_host(host, "accuracy"):
         definition = recipes.load_ladder(recipe)
         pair = accuracy.step_pair(definition, steps or "0,1")
         thresholds = accuracy.Thresholds(float(min_exact_match), float(max_logprob_diff))
@@ -297,7 +305,7 @@ def status(c, host=None):
 def down(c, host=None):
     """Remove station's containers from a host; results, secrets and Prometheus data stay."""
     host, _ = host_and_recipe(c, host)
-    with user_errors():
+    with on_host(host, "down"):
         result = actions.down(host, console)
         console.print(f"Removed station's containers from {host}." if result.changed else f"Nothing ran on {host}.")
 

@@ -147,3 +147,13 @@ def test_check_recipe_on_the_controller_rejects_a_misspelt_flag(tmp_path, cpu_la
         "rejected  step 3 (async scheduling): --async-schedulng: unrecognized argument",
         "nearest valid spelling: --async-scheduling",
     )
+
+
+@pytest.mark.parametrize("command", [["deploy"], ["smoke-bench"], ["down"]])
+def test_a_second_command_on_a_busy_host_is_refused(engine_id, docker_client, command: list[str]) -> None:
+    from station import lock
+
+    with lock.host("local", "ladder"):
+        run = invoke(*command, "--host", "local")
+    _failed(run, "local is busy: invoke ladder started at", f"by pid {os.getpid()}", "nothing was changed")
+    assert docker_client.containers.get(ENGINE).id == engine_id
