@@ -39,6 +39,8 @@ def serve_argv(recipe: Recipe) -> list[str]:
     ]
     if recipe.model.revision:
         argv += ["--revision", recipe.model.revision]
+    if "allowed-origins" not in recipe.engine.args:
+        argv += ["--allowed-origins", "[]"]  # no cross-origin requests unless the recipe names origins
     for name, value in recipe.engine.args.items():
         argv += flag(name, value)
     return argv

@@ -83,9 +83,9 @@ def test_tools_with_auto_choice_are_served(client, smoke, stream: bool) -> None:
     assert {"stop", "length", "tool_calls"} & set(finish)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def without_tool_parser(first_deploy, tmp_path_factory):
-    """cpu-smoke deployed without its tool parser (agent-check fails), then cpu-smoke again."""
+    """cpu-smoke deployed without its tool parser (agent-check fails), then cpu-smoke again right after the test."""
     data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
     data["name"] = "cpu-smoke-no-tools"
     for flag in ("enable-auto-tool-choice", "tool-call-parser"):

@@ -65,6 +65,47 @@ def test_api_rejects_requests_without_the_key(first_deploy, authorization) -> No
     assert requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10).status_code == 401
 
 
+OPEN_ROUTES = {("GET", "/health")}  # a bare health check: the container's own probe
+DOCUMENTS = [("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/redoc")]
+
+
+@pytest.fixture(scope="module")
+def engine_routes(api_key) -> list[tuple[str, str]]:
+    """Every (method, path) the pinned vLLM's own app serves, from its OpenAPI document (read with the key)."""
+    spec = requests.get(f"{ENGINE_URL}/openapi.json", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
+    spec.raise_for_status()
+    served = [(method.upper(), path) for path, methods in spec.json()["paths"].items() for method in methods]
+    return sorted(served) + DOCUMENTS
+
+
+def without_key(method: str, path: str) -> int:
+    url = ENGINE_URL + path.replace("{", "").replace("}", "")
+    return requests.request(method, url, json={} if method in {"POST", "PUT"} else None, timeout=30).status_code
+
+
+def test_every_route_the_engine_serves_asks_for_the_key(engine_routes) -> None:
+    answers = {route: without_key(*route) for route in engine_routes}
+    print("\n".join(f"{method:6} {path:40} without key: {code}" for (method, path), code in answers.items()))
+    assert len(answers) > 15, "the OpenAPI document lists fewer routes than vLLM serves"
+    assert {route for route, code in answers.items() if code != 401} == OPEN_ROUTES
+
+
+def test_the_health_check_answers_without_the_key(first_deploy) -> None:
+    assert requests.get(f"{ENGINE_URL}/health", timeout=10).status_code == 200
+
+
+def test_no_cross_origin_requests_are_allowed(api_key) -> None:
+    preflight = requests.options(
+        f"{ENGINE_URL}/v1/models",
+        headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"},
+        timeout=10,
+    )
+    assert "access-control-allow-origin" not in preflight.headers
+    headers = {"Origin": "https://evil.example", "Authorization": f"Bearer {api_key}"}
+    answer = requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10)
+    assert answer.status_code == 200 and "access-control-allow-origin" not in answer.headers
+
+
 def test_api_serves_the_model_with_the_key(api_key, smoke) -> None:
     headers = {"Authorization": f"Bearer {api_key}"}
     models = requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10).json()

@@ -44,6 +44,8 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "0.0.0.0",
         "--port",
         "8000",
+        "--allowed-origins",
+        "[]",
         "--load-format",
         "dummy",
         "--dtype",
@@ -98,3 +100,12 @@ def test_bench_vars_are_all_options_of_the_vllm_bench_role(smoke) -> None:
 
 def test_engine_env_is_a_copy_of_the_recipe_env(smoke) -> None:
     assert render.engine_vars(smoke)["vllm_server_env"] == {"VLLM_CPU_KVCACHE_SPACE": "4"}
+
+
+def test_cross_origin_requests_are_off_unless_the_recipe_names_origins(smoke) -> None:
+    assert render.serve_argv(smoke).count("--allowed-origins") == 1
+    args = dict(smoke.engine.args) | {"allowed-origins": ["https://agents.example"]}
+    named = smoke.model_copy(update={"engine": smoke.engine.model_copy(update={"args": args})})
+    argv = render.serve_argv(named)
+    assert argv.count("--allowed-origins") == 1
+    assert argv[argv.index("--allowed-origins") + 1] == '["https://agents.example"]'
