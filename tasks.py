@@ -23,6 +23,7 @@ from station import (
     ladder,
     ladder_report,
     lock,
+    profiles,
     report,
     run_report,
     runs,
@@ -118,14 +119,22 @@ def check_agents(c, host=None, recipe=None):
     help={
         "host": HOST_HELP,
         "recipe": RECIPE_HELP,
+        "profile": "Traffic profile: random (the recipe's bench, vLLM's benchmark on the host) or one under "
+        "recipes/profiles/ (agentic ones replay conversations with AIPerf from this machine); default: random",
         "baseline": "A run id to gate against: exit non-zero when this run is worse beyond the margins",
         "max_throughput_drop": "Regression margin: output throughput may fall this many percent (default 5)",
         "max_ttft_rise": "Regression margin: TTFT p99 may rise this many percent (default 10)",
     },
 )
-def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None, max_ttft_rise=None):
-    """Benchmark the deployed engine with the recipe's traffic profile, from the host itself."""
+def smoke_bench(
+    c, host=None, recipe=None, profile=profiles.RANDOM, baseline="", max_throughput_drop=None, max_ttft_rise=None
+):
+    """Benchmark the deployed engine with a traffic profile: the recipe's own (from the host) or an agentic one."""
     host, recipe = host_and_recipe(c, host, recipe)
+    if profile != profiles.RANDOM:
+        with on_host(host, "smoke-bench"):
+            replay_agentic(host, recipes.load(recipe), profiles.load(profile), baseline)
+        return
     configured = gate.Margins(**c.config.station.gate)
     margins = gate.Margins(
         throughput_drop_pct=configured.throughput_drop_pct
@@ -145,6 +154,16 @@ def smoke_bench(c, host=None, recipe=None, baseline="", max_throughput_drop=None
             if regressed:
                 raise StationError(f"regression against {baseline}: " + "; ".join(regressed), "compare: invoke compare")
             console.print(f"[green]No regression[/] against {baseline} (margins {margins}).", highlight=False)
+
+
+def replay_agentic(host: str, recipe: recipes.Recipe, profile: profiles.AgenticProfile, baseline: str) -> None:
+    if baseline:
+        raise StationError("--baseline gates the random profile only", "drop --baseline, or --profile random")
+    run = actions.agentic_bench(host, recipe, profile, console)
+    console.print(report.agentic(run))
+    console.print(f"Result with provenance: {run.record_path}")
+    if run.problems:
+        raise StationError("not a valid measurement: " + "; ".join(run.problems), "see aiperf/aiperf.log beside it")
 
 
 @task(

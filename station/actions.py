@@ -13,6 +13,7 @@ from rich.console import Console
 
 from station import (
     agent_check,
+    agentic,
     bench_result,
     bundle,
     images,
@@ -26,6 +27,7 @@ from station import (
     tunnel,
 )
 from station.errors import StationError
+from station.profiles import AgenticProfile
 from station.recipe import Recipe
 
 
@@ -97,16 +99,21 @@ def deploy(host: str, recipe: Recipe, console: Console, agents: bool = True) -> 
     )
 
 
-def check_agents(host: str, recipe: Recipe, console: Console) -> list[agent_check.Check]:
-    """What a coding agent sends, against the deployed endpoint as this machine reaches it (SSH forward if remote)."""
+def api_key(host: str) -> str:
+    """The host's engine API key, or a clear error when nothing was deployed there yet."""
     inventory.host_vars(host)
     key_file = api_key_file(host)
     if not key_file.is_file():
         raise StationError(f"no API key for {host} at {key_file}", f"deploy first: invoke deploy --host {host}")
+    return key_file.read_text().strip()
+
+
+def check_agents(host: str, recipe: Recipe, console: Console) -> list[agent_check.Check]:
+    """What a coding agent sends, against the deployed endpoint as this machine reaches it (SSH forward if remote)."""
+    key = api_key(host)
     with tunnel.engine_url(host, console) as url, console.status(f"Trying what agents send against {url}"):
         reasoning = "reasoning-parser" in recipe.engine.args
-        endpoint = agent_check.Endpoint(url, key_file.read_text().strip(), recipe.model.served_name, reasoning)
-        return agent_check.run(endpoint)
+        return agent_check.run(agent_check.Endpoint(url, key, recipe.model.served_name, reasoning))
 
 
 def grafana_url(host_vars: dict[str, Any]) -> str | None:
@@ -157,6 +164,46 @@ def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, 
     }
     path = runs.write(run_id, record)
     return BenchRun(run_id, recipe, result, problems, gpu_telemetry, path, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class AgenticRun:
+    run_id: str
+    recipe: Recipe
+    profile: AgenticProfile
+    metrics: agentic.AgenticMetrics
+    problems: list[str]
+    record_path: Path
+    seconds: float
+
+
+def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: Console) -> AgenticRun:
+    """Replay an agentic profile against the deployed engine with AIPerf on this machine; record it like a bench."""
+    started = time.monotonic()
+    profile.require_fits(recipe)
+    key = api_key(host)
+    run_id = runs.new_id(host, f"{recipe.name}-{profile.name}")
+    out = runs.folder(run_id)
+    playbook.run("facts", host, render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}, console)
+    with tunnel.engine_url(host, console) as url:
+        metrics = agentic.measure(profile, recipe, url, key, out, console)
+        client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": url}
+    problems = agentic.problems(profile, metrics)
+    record = {
+        "run_id": run_id,
+        "kind": "agentic",
+        "context": {"profile": profile.name},
+        "profile": profile.model_dump(),
+        "client": client,
+        # p99_tpot_ms: AIPerf's per-turn figures replace it; the index keeps the same columns for every kind.
+        "metrics": metrics.model_dump() | {"p99_tpot_ms": None},
+        "problems": problems,
+        "telemetry": {},
+        "reference": {"per_user_tok_s": profile.per_user_target_tok_s} if profile.per_user_target_tok_s else None,
+        "provenance": provenance.record(recipe, host, json.loads((out / "host.json").read_text())),
+    }
+    path = runs.write(run_id, record)
+    return AgenticRun(run_id, recipe, profile, metrics, problems, path, time.monotonic() - started)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from typing import Any
 
 from rich.table import Table
 
+from station import agentic as agentic_client
 from station.accuracy import AccuracyRun
-from station.actions import BenchRun, Deployment, Provisioning
+from station.actions import AgenticRun, BenchRun, Deployment, Provisioning
 from station.agent_check import Check
 from station.cost import Cost, Scenario
 from station.telemetry import TelemetrySummary
@@ -83,6 +84,37 @@ def bench(run: BenchRun) -> Table:
     table.add_row("Achieved concurrency", f"{result.achieved_concurrency:.1f} of {result.max_concurrency}{bound}", "")
     table.add_row("Duration (s)", f"{result.duration:.1f}", "")
     table.add_row("GPU telemetry", gpu_telemetry(run.telemetry), "")
+    return table
+
+
+def agentic(run: AgenticRun) -> Table:
+    profile, metrics = run.profile, run.metrics
+    title = (
+        f"{run.recipe.name}, profile {profile.name}: {profile.sessions} sessions x {profile.turns} turns, "
+        f"{profile.shared_prefix_tokens} shared + {profile.turn_input_tokens} per turn in, {profile.output_tokens} out"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("Metric")
+    table.add_column("Measured", justify="right")
+    table.add_column("Reference", justify="right")
+    target = f">= {profile.per_user_target_tok_s:,.0f} per user" if profile.per_user_target_tok_s else "-"
+    table.add_row("Output tok/s, all sessions", f"{metrics.output_throughput:,.0f}", "")
+    table.add_row(
+        "Per-session output tok/s p10 / p50",
+        f"{metrics.per_session_tok_s_p10:,.1f} / {metrics.per_session_tok_s_p50:,.1f}",
+        target,
+    )
+    latency = f"{metrics.turn_latency_p50_ms:,.0f} / {metrics.turn_latency_p99_ms:,.0f}"
+    table.add_row("Turn latency p50 / p99 (ms)", latency, "")
+    by_turn = ", ".join(f"{ttft:,.0f}" for ttft in metrics.ttft_p99_by_turn_ms)
+    table.add_row("TTFT p99 (ms), all / by turn", f"{metrics.p99_ttft_ms:,.0f} / {by_turn}", "")
+    hit_rate = f"{metrics.prefix_cache_hit_rate:.1%}" if metrics.prefix_cache_hit_rate is not None else "no queries"
+    table.add_row("Prefix-cache hit rate (engine)", hit_rate, "")
+    table.add_row("Sessions completed / failed", f"{metrics.sessions_completed} / {metrics.sessions_failed}", "")
+    table.add_row("Requests / failed", f"{metrics.requests} / {metrics.failed}", "")
+    table.add_row("Achieved concurrency", f"{metrics.achieved_concurrency:.1f} of {profile.sessions} sessions", "")
+    table.add_row("Duration (s)", f"{metrics.duration_s:.1f}", "")
+    table.add_row("Client", f"AIPerf {agentic_client.AIPERF_VERSION} on this machine (shares its CPU)", "")
     return table
 
 

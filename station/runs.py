@@ -62,7 +62,7 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
         "gpu": f"{gpu['count']}x {gpu['gpus'][0]['name']}" if gpu.get("present") else "none",
         "output_throughput": metrics["output_throughput"],
         "p99_ttft_ms": metrics["p99_ttft_ms"],
-        "p99_tpot_ms": metrics["p99_tpot_ms"],
+        "p99_tpot_ms": metrics.get("p99_tpot_ms"),  # none for agentic runs
         "failed": metrics["failed"],
         "avg_power_w": power.get("avg_power_w"),
         "output_tokens_per_joule": power.get("output_tokens_per_joule"),

@@ -1,0 +1,92 @@
+"""Traffic profiles: what a benchmark replays, as data validated like recipes.
+
+The published profile (random prompts of fixed lengths) is a recipe's own
+`bench` section, replayed by vLLM's benchmark. Agentic profiles live under
+recipes/profiles/: many sessions at once, each a multi-turn chat over a shared
+system prompt and tool schemas, a history that grows turn by turn, short
+answers and think time between turns. vLLM's benchmark cannot replay
+conversations, so AIPerf does (station/agentic.py says why).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from station import paths
+from station.errors import StationError
+from station.recipe import NAME, Recipe, _Strict, format_errors, reject_templates
+
+PROFILES = paths.RECIPES / "profiles"
+RANDOM = "random"  # the recipe's own bench section
+
+
+class AgenticProfile(_Strict):
+    """N concurrent coding-agent sessions, each `turns` requests long, every turn's prompt the whole history."""
+
+    name: str = Field(pattern=NAME)
+    kind: Literal["agentic"]
+    description: str
+    sessions: Annotated[int, Field(gt=0, description="Sessions at once (agents working in parallel)")]
+    turns: Annotated[int, Field(ge=2, description="Requests per session; each carries the history before it")]
+    shared_prefix_tokens: Annotated[int, Field(gt=0, description="System prompt and tool schemas, shared")]
+    turn_input_tokens: Annotated[int, Field(gt=0, description="New tokens per turn: a tool result or message")]
+    output_tokens: Annotated[int, Field(gt=0, description="Tokens generated per turn")]
+    think_time_ms: Annotated[int, Field(ge=0, description="Pause between an answer and the next turn")] = 0
+    per_user_target_tok_s: Annotated[float, Field(gt=0)] | None = None
+    timeout_s: Annotated[int, Field(gt=0)] = 3600
+
+    @model_validator(mode="after")
+    def _prefix_is_shared(self) -> AgenticProfile:
+        if self.shared_prefix_tokens < self.turn_input_tokens:
+            raise ValueError("shared_prefix_tokens is below turn_input_tokens: an agent's prefix is its largest part")
+        return self
+
+    @property
+    def longest_request_tokens(self) -> int:
+        """The last turn: the prefix, every turn's input and the answers before it, and its own answer."""
+        return self.shared_prefix_tokens + self.turns * (self.turn_input_tokens + self.output_tokens)
+
+    def require_fits(self, recipe: Recipe) -> None:
+        """Refuse a profile whose last turn cannot fit the recipe's context, before anything runs."""
+        limit = recipe.engine.args.get("max-model-len")
+        if isinstance(limit, int) and self.longest_request_tokens > limit:
+            raise StationError(
+                f"profile {self.name}: its last turn needs {self.longest_request_tokens} tokens "
+                f"(prefix, history and answer), above {recipe.name}'s max-model-len {limit}",
+                "use fewer or shorter turns, or a recipe with a longer context",
+            )
+
+
+def available() -> list[str]:
+    return [RANDOM, *sorted(p.stem for p in PROFILES.glob("*.yml"))]
+
+
+def resolve(name_or_path: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in {".yml", ".yaml"} or "/" in name_or_path:
+        if candidate.is_file():
+            return candidate
+        raise StationError(f"profile file {name_or_path} does not exist", "give a path to a YAML file or a name")
+    named = PROFILES / f"{name_or_path}.yml"
+    if named.is_file():
+        return named
+    raise StationError(f"unknown profile {name_or_path!r}", f"available profiles: {', '.join(available())}")
+
+
+def load(name_or_path: str) -> AgenticProfile:
+    path = resolve(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise StationError(f"profile {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
+    if not isinstance(data, dict):
+        raise StationError(f"profile {path} must be a mapping of fields", "see recipes/profiles/agentic.yml")
+    reject_templates(path, data)
+    try:
+        return AgenticProfile.model_validate(data)
+    except ValidationError as exc:
+        raise StationError(f"profile {path} is invalid:\n{format_errors(exc)}", "fix the fields listed above") from exc
