@@ -23,6 +23,7 @@ RESERVED_FLAGS = {
     "host": "the engine always listens on 0.0.0.0 inside its container",
     "port": "the host variable vllm_server_port",
     "api-key": "the generated API key (station sets VLLM_API_KEY)",
+    "middleware": "station's key middleware (the API key on every route)",
 }
 RESERVED_ENV = {"VLLM_API_KEY": "the generated API key"}
 # Recipes are recorded in provenance, run files and logs: no secrets in them.

@@ -10,6 +10,8 @@ from station.recipe import ArgValue, Recipe
 
 # The engine listens here inside its container; hosts publish it on vllm_server_port.
 ENGINE_CONTAINER_PORT = 8000
+# The API key on every route, not only /v1 (ansible/roles/vllm_server/files/station_auth.py, mounted by the role).
+KEY_MIDDLEWARE = "station_auth.KeyOnEveryRoute"
 PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
 METRIC_PERCENTILES = "50,90,99"
 
@@ -36,6 +38,8 @@ def serve_argv(recipe: Recipe) -> list[str]:
         "0.0.0.0",
         "--port",
         str(ENGINE_CONTAINER_PORT),
+        "--middleware",
+        KEY_MIDDLEWARE,
     ]
     if recipe.model.revision:
         argv += ["--revision", recipe.model.revision]

@@ -44,6 +44,8 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "0.0.0.0",
         "--port",
         "8000",
+        "--middleware",
+        "station_auth.KeyOnEveryRoute",
         "--allowed-origins",
         "[]",
         "--load-format",
