@@ -10,15 +10,13 @@ conversations, so AIPerf does (station/agentic.py says why).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from station import paths
 from station.errors import StationError
-from station.recipe import NAME, Recipe, _Strict, format_errors, reject_templates
+from station.recipe import NAME, Recipe, _Strict, read_mapping, reject_templates, resolve_in, validated
 
 PROFILES = paths.RECIPES / "profiles"
 RANDOM = "random"  # the recipe's own bench section
@@ -65,28 +63,8 @@ def available() -> list[str]:
     return [RANDOM, *sorted(p.stem for p in PROFILES.glob("*.yml"))]
 
 
-def resolve(name_or_path: str) -> Path:
-    candidate = Path(name_or_path)
-    if candidate.suffix in {".yml", ".yaml"} or "/" in name_or_path:
-        if candidate.is_file():
-            return candidate
-        raise StationError(f"profile file {name_or_path} does not exist", "give a path to a YAML file or a name")
-    named = PROFILES / f"{name_or_path}.yml"
-    if named.is_file():
-        return named
-    raise StationError(f"unknown profile {name_or_path!r}", f"available profiles: {', '.join(available())}")
-
-
 def load(name_or_path: str) -> AgenticProfile:
-    path = resolve(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise StationError(f"profile {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
-    if not isinstance(data, dict):
-        raise StationError(f"profile {path} must be a mapping of fields", "see recipes/profiles/agentic.yml")
+    path = resolve_in(PROFILES, name_or_path, "profile", available())
+    data = read_mapping(path, "profile", "recipes/profiles/agentic.yml")
     reject_templates(path, data)
-    try:
-        return AgenticProfile.model_validate(data)
-    except ValidationError as exc:
-        raise StationError(f"profile {path} is invalid:\n{format_errors(exc)}", "fix the fields listed above") from exc
+    return validated(AgenticProfile, path, data, "profile")

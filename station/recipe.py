@@ -255,17 +255,33 @@ def available() -> list[str]:
     return sorted(p.stem for p in paths.RECIPES.glob("*.yml"))
 
 
-def resolve(name_or_path: str) -> Path:
-    """A recipe name under recipes/, or a path to a YAML file."""
+def resolve_in(folder: Path, name_or_path: str, kind: str, names: list[str]) -> Path:
+    """A data file by name under `folder`, or by path: a recipe, a traffic profile."""
     candidate = Path(name_or_path)
     if candidate.suffix in {".yml", ".yaml"} or "/" in name_or_path:
         if candidate.is_file():
             return candidate
-        raise StationError(f"recipe file {name_or_path} does not exist", "give a path to a YAML file or a recipe name")
-    named = paths.RECIPES / f"{name_or_path}.yml"
+        raise StationError(f"{kind} file {name_or_path} does not exist", f"give a path to a YAML file or a {kind} name")
+    named = folder / f"{name_or_path}.yml"
     if named.is_file():
         return named
-    raise StationError(f"unknown recipe {name_or_path!r}", f"available recipes: {', '.join(available())}")
+    raise StationError(f"unknown {kind} {name_or_path!r}", f"available {kind}s: {', '.join(names)}")
+
+
+def read_mapping(path: Path, kind: str, example: str) -> dict[str, Any]:
+    """A data file's fields, or a clear error when it is not YAML or not a mapping."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise StationError(f"{kind} {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
+    if not isinstance(data, dict):
+        raise StationError(f"{kind} {path} must be a mapping of fields", f"see {example} for the format")
+    return data
+
+
+def resolve(name_or_path: str) -> Path:
+    """A recipe name under recipes/, or a path to a YAML file."""
+    return resolve_in(paths.RECIPES, name_or_path, "recipe", available())
 
 
 def read(name_or_path: str, seen: tuple[Path, ...] = ()) -> tuple[Path, dict[str, Any]]:
@@ -273,12 +289,7 @@ def read(name_or_path: str, seen: tuple[Path, ...] = ()) -> tuple[Path, dict[str
     path = resolve(name_or_path)
     if path.resolve() in seen:
         raise StationError(f"recipe {path} extends itself through {' → '.join(map(str, seen))}", "break the cycle")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise StationError(f"recipe {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
-    if not isinstance(data, dict):
-        raise StationError(f"recipe {path} must be a mapping of fields", "see recipes/cpu-smoke.yml for the format")
+    data = read_mapping(path, "recipe", "recipes/cpu-smoke.yml")
     parent = data.pop("extends", None)
     if parent:
         data = merge(read(str(parent), (*seen, path.resolve()))[1], data)
@@ -303,18 +314,19 @@ def reject_templates(path: Path, data: Any, where: str = "") -> None:
         )
 
 
-def _validated(model: type[BaseModel], path: Path, data: dict[str, Any]) -> Any:
+def validated(model: type[BaseModel], path: Path, data: dict[str, Any], kind: str = "recipe") -> Any:
+    """A data file's fields as `model`, or every invalid field named in one error."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise StationError(f"recipe {path} is invalid:\n{format_errors(exc)}", "fix the fields listed above") from exc
+        raise StationError(f"{kind} {path} is invalid:\n{format_errors(exc)}", "fix the fields listed above") from exc
 
 
 def load_ladder(name_or_path: str) -> Ladder:
     path, data = read(name_or_path)
     if "steps" not in data:
         raise StationError(f"recipe {path} is not a ladder (it has no steps)", "give a ladder, e.g. cpu-ladder")
-    return _validated(Ladder, path, data)
+    return validated(Ladder, path, data)
 
 
 def load(name_or_path: str) -> Recipe:
@@ -324,8 +336,8 @@ def load(name_or_path: str) -> Recipe:
     if "steps" not in data:
         if step:
             raise StationError(f"recipe {path} has no steps to choose from", f"use --recipe {name}")
-        return _validated(Recipe, path, data)
-    ladder = _validated(Ladder, path, data)
+        return validated(Recipe, path, data)
+    ladder = validated(Ladder, path, data)
     last = len(ladder.steps) - 1
     if step and not (step.isdigit() and int(step) <= last):
         raise StationError(f"{name} has no step {step!r}", f"steps are 0 to {last}")
@@ -336,9 +348,9 @@ def load_labelled(name_or_path: str) -> list[tuple[str, Recipe]]:
     """Every recipe a file defines, labelled: each step of a ladder, or the one recipe."""
     path, data = read(name_or_path)
     if "steps" not in data:
-        recipe = _validated(Recipe, path, data)
+        recipe = validated(Recipe, path, data)
         return [(recipe.name, recipe)]
-    ladder = _validated(Ladder, path, data)
+    ladder = validated(Ladder, path, data)
     return [(ladder.label(index), ladder.recipe(index)) for index in range(len(ladder.steps))]
 
 
