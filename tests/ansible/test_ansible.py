@@ -143,3 +143,9 @@ def test_container_summary_leaves_the_environment_out() -> None:
 
 def test_absent_container_summary() -> None:
     assert _filters().container_summary({"item": "station-bench", "container": None})["status"] == "absent"
+
+
+def test_deploy_runs_pending_handlers_even_when_a_later_role_fails() -> None:
+    plays = yaml.safe_load((paths.ANSIBLE / "playbooks" / "deploy.yml").read_text())
+    (deploying,) = [play for play in plays if "roles" in play]
+    assert deploying.get("force_handlers") is True

@@ -134,6 +134,11 @@ def test_prometheus_runs_the_pinned_locally_built_image(docker_client, first_dep
     assert docker_client.api.inspect_container(PROMETHEUS)["Config"]["Image"] == "station/prometheus:2.42.0"
 
 
+def test_prometheus_keeps_samples_bounded_by_time_and_by_size(docker_client, first_deploy) -> None:
+    command = docker_client.api.inspect_container(PROMETHEUS)["Config"]["Cmd"]
+    assert "--storage.tsdb.retention.time=15d" in command and "--storage.tsdb.retention.size=10GB" in command
+
+
 def test_second_deploy_changes_nothing(engine) -> None:
     again = succeeded(invoke("deploy", "--host", "local"))
     print(f"second deploy took {again.seconds:.1f} s")
