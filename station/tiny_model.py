@@ -34,7 +34,7 @@ CONFIG = {
     "num_key_value_heads": 4,
     "num_hidden_layers": 2,
     "vocab_size": 4096,
-    "max_position_embeddings": 2048,
+    "max_position_embeddings": 32768,  # long enough for an agent's system prompt and tools (Cline: ~10k tokens)
     "rms_norm_eps": 1e-5,
     "rope_theta": 10000.0,
     "hidden_act": "silu",

@@ -89,12 +89,12 @@ def test_the_table_shows_what_agents_feel(agentic) -> None:
 
 
 def test_a_profile_longer_than_the_context_is_refused_before_it_runs(first_deploy, tmp_path: Path) -> None:
-    data = yaml.safe_load((profiles.PROFILES / "agentic-cpu.yml").read_text()) | {"name": "too-long", "turns": 30}
+    data = yaml.safe_load((profiles.PROFILES / "agentic-cpu.yml").read_text()) | {"name": "too-long", "turns": 300}
     path = tmp_path / "too-long.yml"
     path.write_text(yaml.safe_dump(data))
     run = invoke("smoke-bench", "--host", "local", "--profile", str(path))
     assert run.returncode == 1 and "Traceback" not in run.output
-    assert "profile too-long: its last turn needs 4864 tokens" in run.output
+    assert "profile too-long: its last turn needs 39424 tokens" in run.output
     assert not list(paths.RESULTS.glob("*-local-cpu-smoke-too-long"))
 
 

@@ -142,7 +142,7 @@ def test_prometheus_keeps_samples_bounded_by_time_and_by_size(docker_client, fir
 def test_second_deploy_changes_nothing(engine) -> None:
     again = succeeded(invoke("deploy", "--host", "local"))
     print(f"second deploy took {again.seconds:.1f} s")
-    assert "Ansible changed=0" in again.output
+    assert "Ansible changed=0" in again.output, [line for line in again.output.splitlines() if "changed" in line]
     assert "changed " not in again.output.split("Deployed")[0]
 
 

@@ -54,11 +54,11 @@ def test_bad_fields_are_named(tmp_path, agentic_data, field, value, message) -> 
 
 
 def test_a_profile_longer_than_the_context_is_refused(tmp_path, agentic_data) -> None:
-    agentic_data["turns"] = 30
+    agentic_data["turns"] = 300
     with pytest.raises(StationError) as error:
         profiles.load(write(tmp_path, agentic_data)).require_fits(recipe.load("cpu-smoke"))
-    assert "its last turn needs 4864 tokens" in error.value.problem
-    assert "above cpu-smoke's max-model-len 2048" in error.value.problem
+    assert "its last turn needs 39424 tokens" in error.value.problem
+    assert "above cpu-smoke's max-model-len 32768" in error.value.problem
 
 
 def test_unknown_profiles_list_the_available_ones() -> None:

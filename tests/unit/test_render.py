@@ -53,7 +53,7 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "--dtype",
         "float32",
         "--max-model-len",
-        "2048",
+        "32768",
         "--max-num-seqs",
         "256",
         "--enable-auto-tool-choice",
