@@ -120,17 +120,17 @@ def check_agents(c, host=None, recipe=None):
         "host": HOST_HELP,
         "recipe": RECIPE_HELP,
         "profile": "Traffic profile: random (the recipe's bench, vLLM's benchmark on the host) or one under "
-        "recipes/profiles/ (agentic ones replay conversations with AIPerf from this machine); default: random",
+        "recipes/profiles/ (agentic ones replay conversations with AIPerf from this machine); default: the recipe's",
         "baseline": "A run id to gate against: exit non-zero when this run is worse beyond the margins",
         "max_throughput_drop": "Regression margin: output throughput may fall this many percent (default 5)",
         "max_ttft_rise": "Regression margin: TTFT p99 may rise this many percent (default 10)",
     },
 )
-def smoke_bench(
-    c, host=None, recipe=None, profile=profiles.RANDOM, baseline="", max_throughput_drop=None, max_ttft_rise=None
-):
+def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughput_drop=None, max_ttft_rise=None):
     """Benchmark the deployed engine with a traffic profile: the recipe's own (from the host) or an agentic one."""
     host, recipe = host_and_recipe(c, host, recipe)
+    with user_errors():
+        profile = profile or recipes.load(recipe).profile
     if profile != profiles.RANDOM:
         with on_host(host, "smoke-bench"):
             replay_agentic(host, recipes.load(recipe), profiles.load(profile), baseline)

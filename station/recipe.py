@@ -162,6 +162,11 @@ class Recipe(_Strict):
     model: Model
     engine: Engine
     bench: BenchProfile
+    profile: str = Field(
+        "random",
+        pattern=NAME,
+        description="What smoke-bench replays by default: random (the bench above) or a name under recipes/profiles/",
+    )
     reference: Reference | None = None
     caveats: list[str] = []
 

@@ -25,13 +25,18 @@ PINNED = Path(__file__).parent.parent / "agents" / "cline"
 
 @pytest.fixture(scope="module")
 def cline_bin(tmp_path_factory) -> Path:
-    """The pinned Cline CLI from its lock file (npm ci; install scripts off), in a temporary folder."""
+    """The pinned Cline CLI from its lock file (install scripts off), in a temporary folder.
+
+    `npm install --no-save` rather than `npm ci`: the lock cannot list the
+    other platforms' optional binaries Cline declares (npm/cli#4828), which
+    `npm ci` then refuses; the versions and hashes it does list are kept.
+    """
     folder = tmp_path_factory.mktemp("cline")
     for name in ("package.json", "package-lock.json"):
         shutil.copy(PINNED / name, folder / name)
     npm = shutil.which("npm")
     assert npm, "npm is needed for the Cline test (.ci/setup installs it)"
-    argv = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
+    argv = [npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund"]
     done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return folder / "node_modules" / ".bin"

@@ -71,3 +71,9 @@ def test_template_syntax_in_a_profile_is_refused(tmp_path, agentic_data) -> None
     agentic_data["description"] = "{{ lookup('env', 'HOME') }}"
     with pytest.raises(StationError, match="holds template syntax"):
         profiles.load(write(tmp_path, agentic_data))
+
+
+@pytest.mark.parametrize("name", recipe.available())
+def test_every_shipped_recipe_names_a_profile_that_exists(name: str) -> None:
+    chosen = recipe.load(name).profile
+    assert chosen == profiles.RANDOM or profiles.load(chosen).name == chosen
