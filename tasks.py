@@ -144,6 +144,9 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
     )
     with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None
+        refused = base and gate.unusable_baseline(base, recipes.load(recipe).name)
+        if refused:
+            raise StationError(f"not a usable baseline: {refused}", "pick a valid run of the same recipe and profile")
         run = actions.smoke_bench(host, recipes.load(recipe), console)
         console.print(report.bench(run))
         console.print(f"Result with provenance: {run.record_path}")

@@ -34,3 +34,14 @@ def regressions(baseline: dict[str, Any], current: dict[str, Any], margins: Marg
             f"margin {margins.ttft_p99_rise_pct:g}%)"
         )
     return found
+
+
+def unusable_baseline(baseline: dict[str, Any], recipe_name: str) -> str | None:
+    """Why a stored run cannot be the baseline of a random-profile run of this recipe; None when it can."""
+    if baseline["kind"] == "agentic":
+        return f"{baseline['run_id']} replayed an agentic profile, not the recipe's random one"
+    if baseline["failed"]:
+        return f"{baseline['run_id']} had {baseline['failed']} failed request(s): it is not a valid measurement"
+    if baseline["recipe"] != recipe_name:
+        return f"{baseline['run_id']} measured recipe {baseline['recipe']}, not {recipe_name}"
+    return None

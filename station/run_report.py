@@ -51,7 +51,7 @@ def runs_markdown(entries: list[dict[str, Any]], charts: list[Path]) -> str:
         lines.append(
             f"| [{e['run_id']}](../../{e['run_id']}/result.json) | {e['host']} | {e['recipe']} | {e['gpu']} "
             f"| {e['vllm_version']} | {e['output_throughput']:,.0f} | {e['p99_ttft_ms']:,.0f} "
-            f"| {e['p99_tpot_ms']:,.1f} | {_power(e)} | {e['failed']} |"
+            f"| {_cell(e['p99_tpot_ms'], '{:,.1f}')} | {_power(e)} | {e['failed']} |"
         )
     lines += ["", *(f"![{chart.stem}]({chart.name})" for chart in charts)]
     return "\n".join(lines) + "\n"
@@ -70,7 +70,10 @@ def chart_throughput(entries: list[dict[str, Any]], path: Path) -> Path:
     return charts.save(figure, path)
 
 
-def chart_latency(records: list[dict[str, Any]], path: Path) -> Path:
+def chart_latency(records: list[dict[str, Any]], path: Path) -> Path | None:
+    records = [r for r in records if "p50_tpot_ms" in r["metrics"]]  # agentic runs report turns, not TPOT
+    if not records:
+        return None
     figure, axes = charts.new(max(8, 1.6 * len(records)), columns=2)
     labels = [f"{r['provenance']['recipe']['name']}\n{r['run_id'][:16]}" for r in records]
     for ax, metric in zip(axes, ("ttft", "tpot"), strict=True):

@@ -102,3 +102,11 @@ def test_an_unknown_profile_lists_the_available_ones(first_deploy) -> None:
     run = invoke("smoke-bench", "--host", "local", "--profile", "chatty")
     assert run.returncode == 1
     assert "unknown profile 'chatty'" in run.output and "agentic-cpu" in run.output
+
+
+def test_an_agentic_run_is_refused_as_the_baseline_of_a_random_profile_run(agentic) -> None:
+    runs_before = set(paths.RESULTS.iterdir())
+    run = invoke("smoke-bench", "--host", "local", "--baseline", agentic.record["run_id"])
+    assert run.returncode == 1 and "Traceback" not in run.output
+    assert f"not a usable baseline: {agentic.record['run_id']} replayed an agentic profile" in run.output
+    assert set(paths.RESULTS.iterdir()) == runs_before  # refused before measuring anything

@@ -108,3 +108,16 @@ def test_tunnel_can_forward_one_service_to_another_local_port() -> None:
     chosen = [tunnel.Forward("engine API", 41000, "127.0.0.1", 8000)]
     argv = tunnel.ssh_argv(connection, chosen)
     assert [argv[i + 1] for i, part in enumerate(argv) if part == "-L"] == ["127.0.0.1:41000:127.0.0.1:8000"]
+
+
+def test_a_report_with_an_agentic_run_shows_it_without_tpot(results) -> None:
+    store("20261129T100000Z-local-cpu-smoke", 1000)
+    agentic = store("20261129T110000Z-local-cpu-smoke-agentic-cpu", 600)
+    agentic["kind"] = "agentic"
+    agentic["metrics"] = {"output_throughput": 600, "p99_ttft_ms": 280.0, "p99_tpot_ms": None, "failed": 0}
+    runs.write(agentic["run_id"], agentic)  # rewritten as an agentic record: no TPOT, turns instead
+    (results / "index.jsonl").unlink()  # rebuilt from the run folders
+    path = run_report.write_report(runs.select(last=2))
+    row = next(line for line in path.read_text().splitlines() if "agentic-cpu" in line)
+    assert "| 600 | 280 | - |" in row
+    assert (path.parent / "latency.png").is_file()  # drawn from the random-profile run alone
