@@ -40,6 +40,8 @@ from station.recipe import Recipe
 AIPERF_VERSION = "0.13.0"
 # The engine's own counters the run reads before and after (vLLM's metric family names, without _total).
 COUNTERS = ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries", "vllm:generation_tokens", "vllm:prompt_tokens")
+# Sessions kept this much less busy than their latency and think time allow: the client, not the engine, was slow.
+CLIENT_BOUND_SHARE = 0.8
 # AIPerf's CLI, started with the key from the environment: an argv would show it to every user of the machine.
 LAUNCH = (
     "import os, sys; from aiperf.cli import app; "
@@ -64,6 +66,8 @@ class AgenticMetrics(BaseModel):
     p99_ttft_ms: float
     ttft_p99_by_turn_ms: list[float]
     achieved_concurrency: float
+    expected_concurrency: float  # sessions x latency / (latency + think time): what an idle client would reach
+    client_bound: bool
     prefix_cache_hit_rate: float | None
     engine_generation_tokens: float
 
@@ -187,6 +191,9 @@ def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> 
         if (ttft := value(record, "time_to_first_token")) is not None:
             by_turn[record["metadata"]["turn_index"]].append(ttft)
     queries = counted["vllm:prefix_cache_queries"]
+    latency_ms = aggregate["request_latency"]["avg"]
+    expected = len(sessions) * latency_ms / (latency_ms + profile.think_time_ms)
+    achieved = aggregate["effective_concurrency"]["avg"]
     return AgenticMetrics(
         sessions=len(sessions),
         sessions_completed=len(sessions) - len(failed_sessions),
@@ -201,7 +208,9 @@ def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> 
         turn_latency_p99_ms=percentile(latencies, 0.99),
         p99_ttft_ms=percentile([t for turn in by_turn.values() for t in turn], 0.99),
         ttft_p99_by_turn_ms=[percentile(by_turn[turn], 0.99) for turn in sorted(by_turn)],
-        achieved_concurrency=aggregate["effective_concurrency"]["avg"],
+        achieved_concurrency=achieved,
+        expected_concurrency=expected,
+        client_bound=achieved < CLIENT_BOUND_SHARE * expected,
         prefix_cache_hit_rate=counted["vllm:prefix_cache_hits"] / queries if queries else None,
         engine_generation_tokens=counted["vllm:generation_tokens"],
     )

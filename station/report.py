@@ -112,7 +112,9 @@ def agentic(run: AgenticRun) -> Table:
     table.add_row("Prefix-cache hit rate (engine)", hit_rate, "")
     table.add_row("Sessions completed / failed", f"{metrics.sessions_completed} / {metrics.sessions_failed}", "")
     table.add_row("Requests / failed", f"{metrics.requests} / {metrics.failed}", "")
-    table.add_row("Achieved concurrency", f"{metrics.achieved_concurrency:.1f} of {profile.sessions} sessions", "")
+    bound = "  [red]client-bound: the client, not the engine, limited this run[/]" if metrics.client_bound else ""
+    concurrency = f"{metrics.achieved_concurrency:.1f} (sessions keep {metrics.expected_concurrency:.1f} busy){bound}"
+    table.add_row("Achieved concurrency", concurrency, "")
     table.add_row("Duration (s)", f"{metrics.duration_s:.1f}", "")
     table.add_row("Client", f"AIPerf {agentic_client.AIPERF_VERSION} on this machine (shares its CPU)", "")
     return table
