@@ -149,3 +149,31 @@ def test_deploy_runs_pending_handlers_even_when_a_later_role_fails() -> None:
     plays = yaml.safe_load((paths.ANSIBLE / "playbooks" / "deploy.yml").read_text())
     (deploying,) = [play for play in plays if "roles" in play]
     assert deploying.get("force_handlers") is True
+
+
+def tasks_in(node) -> list[dict]:
+    """Every task dict under a parsed playbook or task file, blocks and plays included."""
+    if isinstance(node, list):
+        return [task for item in node for task in tasks_in(item)]
+    if not isinstance(node, dict):
+        return []
+    nested = [node.get(key) for key in ("tasks", "pre_tasks", "post_tasks", "block", "rescue", "always")]
+    return [node, *(task for child in nested if child for task in tasks_in(child))]
+
+
+def tasks_from_entries() -> list[tuple[str, str]]:
+    """(role, entry point) for every include_role with tasks_from in the playbooks and roles."""
+    found = set()
+    for path in [*paths.ANSIBLE.glob("playbooks/*.yml"), *paths.ANSIBLE.glob("roles/*/tasks/*.yml")]:
+        for task in tasks_in(yaml.safe_load(path.read_text())):
+            include = task.get("ansible.builtin.include_role")
+            if isinstance(include, dict) and "tasks_from" in include:
+                roles = task["loop"] if "{{" in include["name"] else [include["name"]]
+                found |= {(role, include["tasks_from"]) for role in roles}
+    return sorted(found)
+
+
+@pytest.mark.parametrize(("role", "entry"), tasks_from_entries())
+def test_every_tasks_from_entry_point_has_its_argument_spec(role: str, entry: str) -> None:
+    specs = yaml.safe_load((paths.ANSIBLE / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    assert entry in specs["argument_specs"], f"{role}: tasks_from {entry} has no argument spec"
