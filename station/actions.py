@@ -83,6 +83,7 @@ def deploy(host: str, recipe: Recipe, console: Console, agents: bool = True) -> 
     """
     started = time.monotonic()
     host_vars = inventory.host_vars(host)
+    render.require_pinned_remote_code(recipe)
     delivery = prepare_images(host, recipe, console)
     result = playbook.run("deploy", host, render.engine_vars(recipe) | delivery, console)
     return Deployment(

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
+from station.errors import StationError
 from station.recipe import ArgValue, Recipe
+
+FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 # The engine listens here inside its container; hosts publish it on vllm_server_port.
 ENGINE_CONTAINER_PORT = 8000
@@ -43,11 +47,25 @@ def serve_argv(recipe: Recipe) -> list[str]:
     ]
     if recipe.model.revision:
         argv += ["--revision", recipe.model.revision]
+        if recipe.engine.args.get("trust-remote-code") and "code-revision" not in recipe.engine.args:
+            argv += ["--code-revision", recipe.model.revision]  # the Hub code that runs is the pinned commit's
     if "allowed-origins" not in recipe.engine.args:
         argv += ["--allowed-origins", "[]"]  # no cross-origin requests unless the recipe names origins
     for name, value in recipe.engine.args.items():
         argv += flag(name, value)
     return argv
+
+
+def require_pinned_remote_code(recipe: Recipe) -> None:
+    """Refuse to run a hub model's own code unless it is pinned to a commit: it runs as root with every GPU."""
+    trusted = recipe.engine.args.get("trust-remote-code") and recipe.model.source == "hub"
+    if trusted and not FULL_COMMIT.fullmatch(recipe.model.revision or ""):
+        raise StationError(
+            f"{recipe.name} sets trust-remote-code, which runs {recipe.model.id}'s own Python code, "
+            f"but pins no commit (model.revision: {recipe.model.revision or 'none'})",
+            "set model.revision to the model repository's full 40-character commit id (extends: and base: model: "
+            "revision: ... in a recipe of your own), or drop trust-remote-code",
+        )
 
 
 def bench_args(recipe: Recipe) -> list[str]:

@@ -157,3 +157,9 @@ def test_a_second_command_on_a_busy_host_is_refused(engine_id, docker_client, co
         run = invoke(*command, "--host", "local")
     _failed(run, "local is busy: invoke ladder started at", f"by pid {os.getpid()}", "nothing was changed")
     assert docker_client.containers.get(ENGINE).id == engine_id
+
+
+def test_remote_code_without_a_pinned_commit_is_refused_before_anything_runs(engine_id, docker_client) -> None:
+    run = invoke("deploy", "--host", "local", "--recipe", "nemotron-3.5-super-vl-gb300")
+    _failed(run, "sets trust-remote-code", "pins no commit (model.revision: none)", "40-character commit")
+    assert docker_client.containers.get(ENGINE).id == engine_id

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from station import paths, recipe, render
+from station.errors import StationError
 
 
 @pytest.fixture
@@ -111,3 +112,33 @@ def test_cross_origin_requests_are_off_unless_the_recipe_names_origins(smoke) ->
     argv = render.serve_argv(named)
     assert argv.count("--allowed-origins") == 1
     assert argv[argv.index("--allowed-origins") + 1] == '["https://agents.example"]'
+
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hub_recipe(revision: str | None, **args) -> recipe.Recipe:
+    gb300 = recipe.load("nemotron-3.5-super-vl-gb300:0")
+    model = gb300.model.model_copy(update={"revision": revision})
+    engine = gb300.engine.model_copy(update={"args": dict(gb300.engine.args) | args})
+    return gb300.model_copy(update={"model": model, "engine": engine})
+
+
+@pytest.mark.parametrize("revision", [None, "main", "3f1bcfd82", COMMIT.upper()])
+def test_remote_code_without_a_full_commit_is_refused(revision) -> None:
+    with pytest.raises(StationError) as error:
+        render.require_pinned_remote_code(hub_recipe(revision))
+    assert "sets trust-remote-code" in error.value.problem and "pins no commit" in error.value.problem
+    assert "40-character commit" in error.value.hint
+
+
+def test_remote_code_pinned_to_a_commit_runs_that_commits_code() -> None:
+    pinned = hub_recipe(COMMIT)
+    render.require_pinned_remote_code(pinned)
+    argv = render.serve_argv(pinned)
+    assert argv[argv.index("--revision") + 1] == argv[argv.index("--code-revision") + 1] == COMMIT
+
+
+def test_a_model_without_remote_code_needs_no_commit() -> None:
+    render.require_pinned_remote_code(hub_recipe(None, **{"trust-remote-code": False}))
+    render.require_pinned_remote_code(recipe.load("cpu-smoke"))
