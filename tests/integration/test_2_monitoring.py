@@ -118,8 +118,9 @@ def promtool(*args: str, volumes: dict[str, str] | None = None) -> subprocess.Co
 
 
 def rules_dir() -> Path:
+    """The rules Prometheus reads: rules/ in its configuration folder, mounted whole (a file mount goes stale)."""
     mounts = json.loads(subprocess.check_output(["docker", "inspect", PROMETHEUS]))[0]["Mounts"]
-    return Path(next(m["Source"] for m in mounts if m["Destination"] == "/etc/prometheus/rules"))
+    return Path(next(m["Source"] for m in mounts if m["Destination"] == "/etc/prometheus")) / "rules"
 
 
 def test_promtool_checks_the_deployed_config_and_rules(first_deploy) -> None:
