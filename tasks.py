@@ -128,12 +128,13 @@ def check_agents(c, host=None, recipe=None):
 )
 def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughput_drop=None, max_ttft_rise=None):
     """Benchmark the deployed engine with a traffic profile: the recipe's own (from the host) or an agentic one."""
-    host, recipe = host_and_recipe(c, host, recipe)
+    host, name = host_and_recipe(c, host, recipe)
     with user_errors():
-        profile = profile or recipes.load(recipe).profile
+        recipe = recipes.load(name)
+    profile = profile or recipe.profile
     if profile != profiles.RANDOM:
         with on_host(host, "smoke-bench"):
-            replay_agentic(host, recipes.load(recipe), profiles.load(profile), baseline)
+            replay_agentic(host, recipe, profiles.load(profile), baseline)
         return
     configured = gate.Margins(**c.config.station.gate)
     margins = gate.Margins(
@@ -144,10 +145,10 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
     )
     with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None
-        refused = base and gate.unusable_baseline(base, recipes.load(recipe).name)
+        refused = base and gate.unusable_baseline(base, recipe.name)
         if refused:
             raise StationError(f"not a usable baseline: {refused}", "pick a valid run of the same recipe and profile")
-        run = actions.smoke_bench(host, recipes.load(recipe), console)
+        run = actions.smoke_bench(host, recipe, console)
         console.print(report.bench(run))
         console.print(f"Result with provenance: {run.record_path}")
         if run.problems:

@@ -57,7 +57,7 @@ TOOL_TURN = [
             {
                 "id": "call_1",
                 "type": "function",
-                "function": {"name": "open_file", "arguments": '{"path": "README.md"}'},
+                "function": {"name": "open_file", "arguments": OPENED},
             }
         ],
     },

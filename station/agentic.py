@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +71,7 @@ class AgenticMetrics(BaseModel):
     engine_generation_tokens: float
 
 
-@dataclass(frozen=True)
-class Window:
-    """The engine's counters at one moment."""
-
-    counters: dict[str, float]
-
-    def minus(self, before: Window) -> dict[str, float]:
-        return {name: self.counters.get(name, 0.0) - before.counters.get(name, 0.0) for name in COUNTERS}
-
-
-def engine_counters(base_url: str, api_key: str) -> Window:
+def engine_counters(base_url: str, api_key: str) -> dict[str, float]:
     """Sum of each counter over its labels, from the engine's /metrics."""
     headers = {"Authorization": f"Bearer {api_key}"}
     response = requests.get(base_url.removesuffix("/v1") + "/metrics", headers=headers, timeout=30)
@@ -91,7 +80,7 @@ def engine_counters(base_url: str, api_key: str) -> Window:
     for family in text_string_to_metric_families(response.text):
         if family.name in found:
             found[family.name] = sum(sample.value for sample in family.samples if sample.name.endswith("_total"))
-    return Window(found)
+    return found
 
 
 def tokenizer_for(recipe: Recipe) -> str:
@@ -235,4 +224,4 @@ def measure(
     before = engine_counters(base_url, api_key)
     replay(profile, recipe, base_url, api_key, out / "aiperf", console)
     after = engine_counters(base_url, api_key)
-    return summarise(profile, out / "aiperf", after.minus(before))
+    return summarise(profile, out / "aiperf", {name: after[name] - before[name] for name in COUNTERS})
