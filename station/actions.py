@@ -33,7 +33,8 @@ from station.recipe import Recipe
 
 def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
     """Image tag → (docker/ folder, build arguments), for the images station builds for this host."""
-    builds = {tag: (folder, {}) for folder, tag in host_vars.get("station_built_images", {}).items()}
+    built = host_vars.get("station_built_images", {}) | host_vars.get("station_offline_images", {})
+    builds = {tag: (folder, {}) for folder, tag in built.items()}
     if recipe.engine.build:
         builds[recipe.engine.image] = (recipe.engine.build, dict(recipe.engine.build_args))
     return builds
@@ -89,7 +90,7 @@ def deploy(host: str, recipe: Recipe, console: Console, agents: bool = True) -> 
     return Deployment(
         host=host,
         recipe=recipe,
-        endpoint=f"http://{host_vars['vllm_server_bind_address']}:{host_vars['vllm_server_port']}/v1",
+        endpoint=f"http://{host_vars['vllm_router_bind_address']}:{host_vars['vllm_router_port']}/v1",
         api_key_file=api_key_file(host),
         prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
         grafana_url=grafana_url(host_vars),
@@ -112,9 +113,9 @@ def api_key(host: str) -> str:
 def check_agents(host: str, recipe: Recipe, console: Console) -> list[agent_check.Check]:
     """What a coding agent sends, against the deployed endpoint as this machine reaches it (SSH forward if remote)."""
     key = api_key(host)
-    with tunnel.engine_url(host, console) as url, console.status(f"Trying what agents send against {url}"):
-        reasoning = "reasoning-parser" in recipe.engine.args
-        return agent_check.run(agent_check.Endpoint(url, key, recipe.model.served_name, reasoning))
+    reasoning = "reasoning-parser" in recipe.engine.args
+    with tunnel.base_urls(host, console) as urls, console.status(f"Trying what agents send against {urls[tunnel.API]}"):
+        return agent_check.run(agent_check.Endpoint(urls[tunnel.API], key, recipe.model.served_name, reasoning))
 
 
 def grafana_url(host_vars: dict[str, Any]) -> str | None:
@@ -186,9 +187,9 @@ def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: C
     run_id = runs.new_id(host, f"{recipe.name}-{profile.name}")
     out = runs.folder(run_id)
     playbook.run("facts", host, render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}, console)
-    with tunnel.engine_url(host, console) as url:
-        metrics = agentic.measure(profile, recipe, url, key, out, console)
-        client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": url}
+    with tunnel.base_urls(host, console, (tunnel.API, tunnel.ENGINE)) as urls:
+        metrics = agentic.measure(profile, recipe, urls[tunnel.API], urls[tunnel.ENGINE], key, out, console)
+        client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": urls[tunnel.API]}
     problems = agentic.problems(profile, metrics)
     record = {
         "run_id": run_id,

@@ -219,40 +219,43 @@ def reasoning_apart(client: openai.OpenAI, endpoint: Endpoint) -> str:
     return f"{len(reasoning)} characters of reasoning, apart from the answer"
 
 
-def _tokens(endpoint: Endpoint, messages: list[dict[str, Any]]) -> tuple[int, int]:
-    """The chat prompt's token count and the model's context length, from vLLM's /tokenize."""
-    response = requests.post(
-        endpoint.base_url.removesuffix("/v1") + "/tokenize",
-        json={"model": endpoint.model, "messages": messages, "add_generation_prompt": True},
-        headers={"Authorization": f"Bearer {endpoint.api_key}"},
-        timeout=600,
-    )
-    response.raise_for_status()
-    counted = response.json()
-    return counted["count"], counted["max_model_len"]
+def _context_length(client: openai.OpenAI, endpoint: Endpoint) -> int:
+    """The model's context length, as vLLM lists it with the model (max_model_len)."""
+    (model,) = [model for model in client.models.list().data if model.id == endpoint.model]
+    return int(model.model_extra["max_model_len"])
 
 
-def long_prompt(endpoint: Endpoint, target: int) -> list[dict[str, Any]]:
+def _prompt_tokens(client: openai.OpenAI, endpoint: Endpoint, messages: list[dict[str, Any]]) -> int:
+    """The chat prompt's token count, as the engine reports it for a one-token answer.
+
+    Counted by the chat route itself because that is the route clients reach through the router, with
+    their key; the router forwards /tokenize without it.
+    """
+    reply = client.chat.completions.create(model=endpoint.model, messages=messages, max_tokens=1)
+    if reply.usage is None:
+        raise CheckFailed("the engine reports no token usage: cannot size a prompt against the context")
+    return reply.usage.prompt_tokens
+
+
+def long_prompt(client: openai.OpenAI, endpoint: Endpoint, target: int) -> list[dict[str, Any]]:
     """A chat whose prompt is `target` tokens or just under, padded with a filler that tokenizes evenly."""
-    base, _ = _tokens(endpoint, [{"role": "user", "content": ""}])
-    unit, _ = _tokens(endpoint, [{"role": "user", "content": FILLER * 64}])
+    base = _prompt_tokens(client, endpoint, [{"role": "user", "content": ""}])
+    unit = _prompt_tokens(client, endpoint, [{"role": "user", "content": FILLER * 64}])
     per_filler = max(1, (unit - base) // 64)
     return [{"role": "user", "content": FILLER * max(0, (target - base) // per_filler)}]
 
 
 def near_context_limit(client: openai.OpenAI, endpoint: Endpoint) -> str:
-    _, limit = _tokens(endpoint, ASK)
-    messages = long_prompt(endpoint, limit - CONTEXT_MARGIN)
-    count, _ = _tokens(endpoint, messages)
-    if count + 4 > limit:
-        raise CheckFailed(f"could not build a prompt under the {limit}-token context ({count} tokens)")
-    client.chat.completions.create(model=endpoint.model, messages=messages, max_tokens=4)
+    limit = _context_length(client, endpoint)
+    messages = long_prompt(client, endpoint, limit - CONTEXT_MARGIN)
+    reply = client.chat.completions.create(model=endpoint.model, messages=messages, max_tokens=4)
+    count = reply.usage.prompt_tokens if reply.usage else 0
     return f"{count} of {limit} tokens accepted"
 
 
 def over_context_limit(client: openai.OpenAI, endpoint: Endpoint) -> str:
-    _, limit = _tokens(endpoint, ASK)
-    messages = long_prompt(endpoint, limit + 64)
+    limit = _context_length(client, endpoint)
+    messages = long_prompt(client, endpoint, limit + 64)
     try:
         client.chat.completions.create(model=endpoint.model, messages=messages, max_tokens=4)
     except openai.BadRequestError as error:

@@ -218,10 +218,11 @@ def problems(profile: AgenticProfile, metrics: AgenticMetrics) -> list[str]:
 
 
 def measure(
-    profile: AgenticProfile, recipe: Recipe, base_url: str, api_key: str, out: Path, console: Console
+    profile: AgenticProfile, recipe: Recipe, api_url: str, engine_url: str, api_key: str, out: Path, console: Console
 ) -> AgenticMetrics:
-    """Counters, the replay, counters again: the engine's own figures cover exactly the run."""
-    before = engine_counters(base_url, api_key)
-    replay(profile, recipe, base_url, api_key, out / "aiperf", console)
-    after = engine_counters(base_url, api_key)
+    """The engine's counters, the replay through the router (as clients send it), the counters again: the
+    engine's own figures cover exactly the run."""
+    before = engine_counters(engine_url, api_key)
+    replay(profile, recipe, api_url, api_key, out / "aiperf", console)
+    after = engine_counters(engine_url, api_key)
     return summarise(profile, out / "aiperf", {name: after[name] - before[name] for name in COUNTERS})

@@ -108,6 +108,27 @@ SERVING = [
         "percentunit",
     ),
     Panel("Queue time", quantiles("vllm:request_queue_time_seconds"), "s"),
+    Panel(
+        "Router: requests/s by route",
+        ((f"sum by (host, route) (rate(vllm_router_requests_total{{{HOST}}}[{RATE}]))", "{{route}}"),),
+        "reqps",
+        "What clients send to vLLM's router, the API's front door.",
+    ),
+    Panel(
+        "Router: requests/s per engine",
+        ((f"sum by (host, worker) (rate(vllm_router_processed_requests_total{{{HOST}}}[{RATE}]))", "{{worker}}"),),
+        "reqps",
+        "How the router's policy spreads requests over the engines behind it.",
+    ),
+    Panel(
+        "Router: engines in rotation",
+        (
+            (f"sum by (host) (vllm_router_active_workers{{{HOST}}})", "in rotation"),
+            (f"sum by (host) (vllm_router_worker_health{{{HOST}}})", "passing health checks"),
+        ),
+        "short",
+        "Engines the router sends requests to; one failing its health checks leaves the rotation.",
+    ),
 ]
 
 GPU = [

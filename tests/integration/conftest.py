@@ -25,10 +25,12 @@ from station import images, paths, recipe
 from station.errors import StationError
 
 ENGINE = "station-vllm"
+ROUTER = "station-router"
 PROMETHEUS = "station-prometheus"
 NODE_EXPORTER = "station-node-exporter"
 PROMETHEUS_URL = "http://127.0.0.1:9090"
-ENGINE_URL = "http://127.0.0.1:8000"
+API_URL = "http://127.0.0.1:8000"  # the router: what clients use
+ENGINE_URL = "http://127.0.0.1:8100"  # the engine behind it, on its internal port
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from station import agent_check, paths
-from tests.integration.conftest import ENGINE_URL, invoke, succeeded
+from tests.integration.conftest import API_URL, invoke, succeeded
 
 CAPABILITIES = [
     "chat",
@@ -34,7 +34,7 @@ def checked(first_deploy):
 
 @pytest.fixture(scope="module")
 def client(api_key) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{ENGINE_URL}/v1", api_key=api_key, max_retries=0)
+    return openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
 
 
 def row(output: str, capability: str) -> str:

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import stat
 
+import openai
 import pytest
 import requests
 
 from station import paths, render
 from tests.integration.conftest import (
+    API_URL,
     ENGINE,
     ENGINE_URL,
     NODE_EXPORTER,
     PROMETHEUS,
+    ROUTER,
     engine_target_up,
     invoke,
     succeeded,
     wait_for,
 )
 
-PUBLISHED = [(ENGINE, 8000), (PROMETHEUS, 9090), (NODE_EXPORTER, 9100)]
+PUBLISHED = [(ROUTER, 8000), (ENGINE, 8100), (PROMETHEUS, 9090), (NODE_EXPORTER, 9100)]
 
 
 def test_engine_runs_the_pinned_image_with_exactly_the_rendered_arguments(engine, smoke, docker_client) -> None:
@@ -53,16 +56,17 @@ def test_port_is_published_on_loopback_only(docker_client, local_host, container
     assert not local_host.socket(f"tcp://:::{port}").is_listening
 
 
-@pytest.mark.parametrize("container", [ENGINE, PROMETHEUS, NODE_EXPORTER])
+@pytest.mark.parametrize("container", [ROUTER, ENGINE, PROMETHEUS, NODE_EXPORTER])
 def test_restart_policy_keeps_services_up(docker_client, first_deploy, container: str) -> None:
     policy = docker_client.api.inspect_container(container)["HostConfig"]["RestartPolicy"]
     assert policy["Name"] == "unless-stopped"
 
 
+@pytest.mark.parametrize("url", [API_URL, ENGINE_URL], ids=["router", "engine"])
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong-key"])
-def test_api_rejects_requests_without_the_key(first_deploy, authorization) -> None:
+def test_api_rejects_requests_without_the_key(first_deploy, url, authorization) -> None:
     headers = {"Authorization": authorization} if authorization else {}
-    assert requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10).status_code == 401
+    assert requests.get(f"{url}/v1/models", headers=headers, timeout=10).status_code == 401
 
 
 OPEN_ROUTES = {("GET", "/health")}  # a bare health check: the container's own probe
@@ -78,40 +82,70 @@ def engine_routes(api_key) -> list[tuple[str, str]]:
     return sorted(served) + DOCUMENTS
 
 
-def without_key(method: str, path: str) -> int:
-    url = ENGINE_URL + path.replace("{", "").replace("}", "")
+def without_key(base_url: str, method: str, path: str) -> int:
+    url = base_url + path.replace("{", "").replace("}", "")
     return requests.request(method, url, json={} if method in {"POST", "PUT"} else None, timeout=30).status_code
 
 
 def test_every_route_the_engine_serves_asks_for_the_key(engine_routes) -> None:
-    answers = {route: without_key(*route) for route in engine_routes}
+    answers = {route: without_key(ENGINE_URL, *route) for route in engine_routes}
     print("\n".join(f"{method:6} {path:40} without key: {code}" for (method, path), code in answers.items()))
     assert len(answers) > 15, "the OpenAPI document lists fewer routes than vLLM serves"
     assert {route for route, code in answers.items() if code != 401} == OPEN_ROUTES
+
+
+def test_no_route_the_engine_serves_answers_through_the_router_without_the_key(engine_routes) -> None:
+    """The router forwards the caller's key (or none) and the engine checks it; a route the router does not
+    forward answers 404 or 405. vllm-router's own /health answers anyone, as the engine's does."""
+    answers = {route: without_key(API_URL, *route) for route in engine_routes}
+    print("\n".join(f"{method:6} {path:40} through the router: {code}" for (method, path), code in answers.items()))
+    assert {route for route, code in answers.items() if code < 400} == OPEN_ROUTES
+
+
+def test_the_router_routes_to_the_engine_only(first_deploy) -> None:
+    workers = requests.get(f"{API_URL}/list_workers", timeout=10).json()
+    assert workers["urls"] == [f"http://{ENGINE}:8000"]
+
+
+def test_a_streamed_chat_through_the_router_reaches_the_engine(api_key, smoke) -> None:
+    def finished() -> float:
+        counted = requests.get(f"{ENGINE_URL}/metrics", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
+        lines = [line for line in counted.text.splitlines() if line.startswith("vllm:request_success_total")]
+        return sum(float(line.split()[-1]) for line in lines)
+
+    before = finished()
+    client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
+    stream = client.chat.completions.create(
+        model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=8, stream=True
+    )
+    chunks = list(stream)
+    assert chunks[-1].choices[0].finish_reason == "length"
+    assert finished() == before + 1
 
 
 def test_the_health_check_answers_without_the_key(first_deploy) -> None:
     assert requests.get(f"{ENGINE_URL}/health", timeout=10).status_code == 200
 
 
-def test_no_cross_origin_requests_are_allowed(api_key) -> None:
+@pytest.mark.parametrize("url", [API_URL, ENGINE_URL], ids=["router", "engine"])
+def test_no_cross_origin_requests_are_allowed(api_key, url) -> None:
     preflight = requests.options(
-        f"{ENGINE_URL}/v1/models",
+        f"{url}/v1/models",
         headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"},
         timeout=10,
     )
     assert "access-control-allow-origin" not in preflight.headers
     headers = {"Origin": "https://evil.example", "Authorization": f"Bearer {api_key}"}
-    answer = requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10)
+    answer = requests.get(f"{url}/v1/models", headers=headers, timeout=10)
     assert answer.status_code == 200 and "access-control-allow-origin" not in answer.headers
 
 
 def test_api_serves_the_model_with_the_key(api_key, smoke) -> None:
     headers = {"Authorization": f"Bearer {api_key}"}
-    models = requests.get(f"{ENGINE_URL}/v1/models", headers=headers, timeout=10).json()
+    models = requests.get(f"{API_URL}/v1/models", headers=headers, timeout=10).json()
     assert [model["id"] for model in models["data"]] == [smoke.model.served_name]
     body = {"model": smoke.model.served_name, "prompt": "hello", "max_tokens": 4, "ignore_eos": True}
-    completion = requests.post(f"{ENGINE_URL}/v1/completions", json=body, headers=headers, timeout=60).json()
+    completion = requests.post(f"{API_URL}/v1/completions", json=body, headers=headers, timeout=60).json()
     assert completion["usage"]["completion_tokens"] == 4
 
 

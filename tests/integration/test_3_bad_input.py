@@ -10,7 +10,7 @@ import yaml
 
 from station import paths
 from tests.conftest import FIXTURES
-from tests.integration.conftest import ENGINE, ENGINE_URL, invoke
+from tests.integration.conftest import API_URL, ENGINE, invoke
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_an_engine_failing_its_health_check_is_replaced_by_the_last_healthy_one(
     assert engine["State"]["Health"]["Status"] == "healthy"
     import requests
 
-    models = requests.get(f"{ENGINE_URL}/v1/models", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
+    models = requests.get(f"{API_URL}/v1/models", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
     assert models.status_code == 200
 
 

@@ -62,6 +62,8 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "hermes",
         "--structured-outputs-config",
         '{"backend":"xgrammar","disable_any_whitespace":true}',
+        "--tool-strict-level",
+        "parameter",
     ]
 
 
@@ -93,8 +95,18 @@ def _role_options(role: str) -> set[str]:
     return {name for entry in spec["argument_specs"].values() for name in entry.get("options", {})}
 
 
-def test_engine_vars_are_all_options_of_the_vllm_server_role(smoke) -> None:
-    assert set(render.engine_vars(smoke)) <= _role_options("vllm_server")
+def test_engine_vars_are_all_options_of_the_serving_roles(smoke) -> None:
+    assert set(render.engine_vars(smoke)) <= _role_options("vllm_server") | _role_options("vllm_router")
+
+
+@pytest.mark.parametrize(
+    ("value", "origins"),
+    [(None, []), (["https://app.example"], ["https://app.example"]), ('["https://a.example"]', ["https://a.example"])],
+)
+def test_the_router_allows_the_origins_the_recipe_names_and_none_otherwise(smoke, value, origins) -> None:
+    args = dict(smoke.engine.args) | ({"allowed-origins": value} if value is not None else {})
+    recipe = smoke.model_copy(update={"engine": smoke.engine.model_copy(update={"args": args})})
+    assert render.engine_vars(recipe)["vllm_router_cors_allowed_origins"] == origins
 
 
 def test_bench_vars_are_all_options_of_the_vllm_bench_role(smoke) -> None:

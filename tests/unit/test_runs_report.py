@@ -87,7 +87,7 @@ def test_tunnel_forwards_every_service_with_inventory_overrides_from_loopback_on
         "port": 22,
         "private_key": "/keys/id",
         "ssh_args": "-o StrictHostKeyChecking=yes",
-        "settings": {"vllm_server_port": 8001, "grafana_bind_address": "0.0.0.0"},
+        "settings": {"vllm_router_port": 8001, "grafana_bind_address": "0.0.0.0"},
     }
     argv = tunnel.ssh_argv(connection)
     assert argv[:2] == ["ssh", "-N"] and argv[-1] == "ops@dgx01.example"
@@ -95,6 +95,7 @@ def test_tunnel_forwards_every_service_with_inventory_overrides_from_loopback_on
     forwards = [argv[i + 1] for i, part in enumerate(argv) if part == "-L"]
     assert forwards == [
         "127.0.0.1:8001:127.0.0.1:8001",
+        "127.0.0.1:8100:127.0.0.1:8100",
         "127.0.0.1:9090:127.0.0.1:9090",
         "127.0.0.1:3000:127.0.0.1:3000",
         "127.0.0.1:9100:127.0.0.1:9100",
@@ -105,7 +106,7 @@ def test_tunnel_forwards_every_service_with_inventory_overrides_from_loopback_on
 
 def test_tunnel_can_forward_one_service_to_another_local_port() -> None:
     connection = {"address": "dgx01", "user": "", "port": 22, "private_key": "", "ssh_args": "", "settings": {}}
-    chosen = [tunnel.Forward("engine API", 41000, "127.0.0.1", 8000)]
+    chosen = [tunnel.Forward("API (router)", 41000, "127.0.0.1", 8000)]
     argv = tunnel.ssh_argv(connection, chosen)
     assert [argv[i + 1] for i, part in enumerate(argv) if part == "-L"] == ["127.0.0.1:41000:127.0.0.1:8000"]
 

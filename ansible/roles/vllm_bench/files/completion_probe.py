@@ -2,7 +2,7 @@
 
 Runs in the engine's image on the host (stdlib only):
 
-    ENGINE_URL=http://station-vllm:8000 OPENAI_API_KEY=... python3 -c "$(cat completion_probe.py)" '{"model": ...,
+    API_URL=http://station-router:8000 OPENAI_API_KEY=... python3 -c "$(cat completion_probe.py)" '{"model": ...,
         "prompts": [...], "max_tokens": 32, "logprobs": 5}'
 
 Writes /results/probe.json: [{"prompt", "tokens", "top_logprobs": [{token: logprob}, ...]}].
@@ -39,7 +39,7 @@ def complete(url, key, model, prompt, max_tokens, logprobs):
 
 def main():
     probe = json.loads(sys.argv[1])
-    url, key = os.environ["ENGINE_URL"], os.environ["OPENAI_API_KEY"]
+    url, key = os.environ["API_URL"], os.environ["OPENAI_API_KEY"]
     answers = [
         complete(url, key, probe["model"], prompt, probe["max_tokens"], probe["logprobs"])
         for prompt in probe["prompts"]
