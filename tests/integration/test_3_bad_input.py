@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from station import paths
-from tests.conftest import FIXTURES
-from tests.integration.conftest import API_URL, ENGINE, invoke
+from tests.integration.conftest import ENGINE, invoke
 
 
 @pytest.fixture
@@ -84,27 +83,6 @@ def test_benchmarking_a_recipe_that_is_not_deployed_is_refused(tmp_path, cpu_smo
     path.write_text(yaml.safe_dump(cpu_smoke_data))
     _failed(invoke("smoke-bench", "--recipe", str(path)), "Deploy the recipe you want to measure first")
     assert docker_client.containers.get(ENGINE).id == engine_id
-
-
-def test_an_engine_failing_its_health_check_is_replaced_by_the_last_healthy_one(
-    first_deploy, docker_client, smoke, api_key
-):
-    from station import render
-
-    run = invoke("deploy", "--recipe", str(FIXTURES / "recipes" / "cpu-smoke-unservable.yml"))
-    _failed(
-        run,
-        "The engine for recipe cpu-smoke-unservable failed",
-        "The last healthy engine (recipe cpu-smoke) was restored and is serving",
-        "max_model_len (65536) is greater than the derived max_model_len",
-    )
-    engine = docker_client.api.inspect_container(ENGINE)
-    assert engine["Config"]["Cmd"] == render.serve_argv(smoke)
-    assert engine["State"]["Health"]["Status"] == "healthy"
-    import requests
-
-    models = requests.get(f"{API_URL}/v1/models", headers={"Authorization": f"Bearer {api_key}"}, timeout=10)
-    assert models.status_code == 200
 
 
 @pytest.fixture
