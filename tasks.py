@@ -28,6 +28,7 @@ from station import (
     run_report,
     runs,
     sim,
+    traffic,
     tunnel,
 )
 from station import agent_check as agents
@@ -316,6 +317,34 @@ def check_accuracy(
             )
 
 
+WINDOW_HELP = "How far back to read the live traffic (30s, 5m, 1h, 1d); default: 1h"
+
+
+@task(name="profile-capture", help={"host": HOST_HELP, "window": WINDOW_HELP})
+def profile_capture(c, host=None, window="1h"):
+    """Capture the live traffic (lengths, rate, concurrency, cache hits) as a profile; it becomes the reference."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        profile, path = actions.capture_traffic(host, window, console)
+        console.print(report.traffic_profile(profile, path))
+
+
+@task(
+    name="profile-drift",
+    help={"host": HOST_HELP, "window": WINDOW_HELP, "against": "A captured profile file; default: the host's latest"},
+)
+def profile_drift(c, host=None, window="1h", against=""):
+    """Compare the live traffic's shape with a captured profile; exits non-zero when it has drifted."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        reference, drifts = actions.traffic_drift(host, window, against, console)
+        threshold = traffic.drift_ratio()
+        console.print(report.traffic_drift(reference, drifts, threshold))
+        moved = [row.quantity for row in drifts if row.beyond(threshold)]
+        if moved:
+            raise StationError(f"the traffic on {host} has drifted: {', '.join(moved)}", "tune for it, or capture it")
+
+
 @task(help={"host": HOST_HELP})
 def status(c, host=None):
     """Show station's containers on a host and Prometheus' scrape targets."""
@@ -377,6 +406,8 @@ ns = Collection(
     compare,
     price,
     check_accuracy,
+    profile_capture,
+    profile_drift,
     status,
     down,
     open_tunnel,

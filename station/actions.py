@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import requests
 from rich.console import Console
 
 from station import (
@@ -24,6 +25,7 @@ from station import (
     render,
     runs,
     telemetry,
+    traffic,
     tunnel,
 )
 from station.errors import StationError
@@ -114,8 +116,10 @@ def check_agents(host: str, recipe: Recipe, console: Console) -> list[agent_chec
     """What a coding agent sends, against the deployed endpoint as this machine reaches it (SSH forward if remote)."""
     key = api_key(host)
     reasoning = "reasoning-parser" in recipe.engine.args
-    with tunnel.base_urls(host, console) as urls, console.status(f"Trying what agents send against {urls[tunnel.API]}"):
-        return agent_check.run(agent_check.Endpoint(urls[tunnel.API], key, recipe.model.served_name, reasoning))
+    with tunnel.urls(host, console) as found:
+        url = f"{found[tunnel.API]}/v1"
+        with console.status(f"Trying what agents send against {url}"):
+            return agent_check.run(agent_check.Endpoint(url, key, recipe.model.served_name, reasoning))
 
 
 def grafana_url(host_vars: dict[str, Any]) -> str | None:
@@ -187,9 +191,10 @@ def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: C
     run_id = runs.new_id(host, f"{recipe.name}-{profile.name}")
     out = runs.folder(run_id)
     playbook.run("facts", host, render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}, console)
-    with tunnel.base_urls(host, console, (tunnel.API, tunnel.ENGINE)) as urls:
-        metrics = agentic.measure(profile, recipe, urls[tunnel.API], urls[tunnel.ENGINE], key, out, console)
-        client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": urls[tunnel.API]}
+    with tunnel.urls(host, console, (tunnel.API, tunnel.ENGINE)) as found:
+        api, engine = found[tunnel.API], found[tunnel.ENGINE]
+        metrics = agentic.measure(profile, recipe, api, engine, key, out, console)
+        client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": api}
     problems = agentic.problems(profile, metrics)
     record = {
         "run_id": run_id,
@@ -257,3 +262,51 @@ def status(host: str, console: Console) -> dict[str, Any]:
 def down(host: str, console: Console) -> playbook.PlaybookResult:
     inventory.host_vars(host)
     return playbook.run("down", host, {}, console)
+
+
+TRAFFIC_PROFILES = paths.RESULTS / "profiles"
+
+
+def engine_identity(host: str, console: Console) -> dict[str, str]:
+    """The live engine's recipe, configuration and vLLM version, for a record's provenance."""
+    containers = {row["name"]: row for row in status(host, console)["containers"]}
+    engine = containers.get("station-vllm", {})
+    if engine.get("status") != "running":
+        raise StationError(f"no engine runs on {host}", f"deploy one first: invoke deploy --host {host}")
+    with tunnel.urls(host, console, (tunnel.ENGINE,)) as found:
+        headers = {"Authorization": f"Bearer {api_key(host)}"}
+        version = requests.get(f"{found[tunnel.ENGINE]}/version", headers=headers, timeout=10).json()["version"]
+    return {"recipe": engine["recipe"], "config_hash": engine["config"], "vllm_version": version}
+
+
+def capture_traffic(host: str, window: str, console: Console) -> tuple[traffic.TrafficProfile, Path]:
+    """The window's live traffic as a profile file; it becomes the host's reference for drift (and its alert)."""
+    traffic.seconds(window)
+    until = time.time()  # the window ends when the command starts, not when its checks are done
+    engine = engine_identity(host, console)
+    with tunnel.urls(host, console, (tunnel.PROMETHEUS,)) as found:
+        profile = traffic.capture(traffic.Prometheus(found[tunnel.PROMETHEUS], host, until), window, engine)
+    path = traffic.write(profile, TRAFFIC_PROFILES)
+    reference = [
+        {"labels": {"quantity": f"{name}_mean", "profile": path.name}, "value": lengths.mean}
+        for name, lengths in (
+            ("prompt_tokens", profile.prompt_tokens),
+            ("generation_tokens", profile.generation_tokens),
+        )
+    ]
+    playbook.run("traffic_reference", host, {"station_traffic_reference": reference}, console)
+    return profile, path
+
+
+def traffic_drift(host: str, window: str, against: str, console: Console) -> tuple[Path, list[traffic.Drift]]:
+    """The live window's shape against a captured profile (the host's latest unless `against` names one)."""
+    until = time.time()
+    reference_path = Path(against) if against else traffic.latest(TRAFFIC_PROFILES, host)
+    reference = traffic.read(reference_path)
+    with tunnel.urls(host, console, (tunnel.PROMETHEUS,)) as found:
+        live = traffic.capture(
+            traffic.Prometheus(found[tunnel.PROMETHEUS], host, until),
+            window,
+            reference.provenance.model_dump(include={"recipe", "config_hash", "vllm_version"}),
+        )
+    return reference_path, traffic.drift(reference, live)

@@ -74,7 +74,7 @@ class AgenticMetrics(BaseModel):
 def engine_counters(base_url: str, api_key: str) -> dict[str, float]:
     """Sum of each counter over its labels, from the engine's /metrics."""
     headers = {"Authorization": f"Bearer {api_key}"}
-    response = requests.get(base_url.removesuffix("/v1") + "/metrics", headers=headers, timeout=30)
+    response = requests.get(f"{base_url}/metrics", headers=headers, timeout=30)
     response.raise_for_status()
     found = {name: 0.0 for name in COUNTERS}
     for family in text_string_to_metric_families(response.text):
@@ -103,7 +103,7 @@ def aiperf_args(profile: AgenticProfile, recipe: Recipe, base_url: str, out: Pat
     args = [
         "profile",
         "--model-names", recipe.model.served_name,
-        "--url", base_url.removesuffix("/v1"),
+        "--url", base_url,
         "--endpoint-type", "chat",
         "--streaming",
         "--tokenizer", tokenizer_for(recipe),

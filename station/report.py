@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -12,6 +13,7 @@ from station.actions import AgenticRun, BenchRun, Deployment, Provisioning
 from station.agent_check import Check
 from station.cost import Cost, Scenario
 from station.telemetry import TelemetrySummary
+from station.traffic import Drift, TrafficProfile
 
 
 def deployment(done: Deployment) -> Table:
@@ -176,4 +178,34 @@ def drift(done: AccuracyRun) -> Table:
     )
     table.add_row("Verdict", "; ".join(done.problems) or "[green]within thresholds[/]")
     table.add_row("Details", str(done.folder))
+    return table
+
+
+def traffic_profile(profile: TrafficProfile, path: Path) -> Table:
+    source = profile.provenance
+    table = Table(title=f"Traffic on {source.host}, last {source.window} ({path})", show_header=False)
+    table.add_row("Engine", f"{source.recipe} (config {source.config_hash}, vLLM {source.vllm_version})")
+    table.add_row(
+        "Requests", f"{profile.requests:,} ({profile.requests_per_s:.2f}/s, {profile.concurrency_mean:.1f} running)"
+    )
+    for label, lengths in (("Prompt tokens", profile.prompt_tokens), ("Generated tokens", profile.generation_tokens)):
+        table.add_row(
+            label, f"mean {lengths.mean:,.0f}, p50 {lengths.p50:,.0f}, p90 {lengths.p90:,.0f}, p99 {lengths.p99:,.0f}"
+        )
+    table.add_row("Prefix-cache hit rate", _share(profile.prefix_cache_hit_rate))
+    table.add_row("Chat share", _share(profile.chat_share))
+    return table
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def traffic_drift(reference: Path, drifts: list[Drift], threshold: float) -> Table:
+    table = Table(title=f"Live traffic against {reference} (drift beyond {threshold}x either way)")
+    for column in ("Quantity", "Reference", "Live", "Live/ref", ""):
+        table.add_column(column, justify="left" if column == "Quantity" else "right")
+    for row in drifts:
+        flag = "[red]drift[/]" if row.beyond(threshold) else "ok"
+        table.add_row(row.quantity, f"{row.reference:,.0f}", f"{row.live:,.0f}", f"{row.ratio:.2f}x", flag)
     return table

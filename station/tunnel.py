@@ -80,16 +80,17 @@ def free_local_port() -> int:
 
 API = "API (router)"
 ENGINE = "engine"
+PROMETHEUS = "Prometheus"
 
 
 @contextmanager
-def base_urls(host: str, console: Console, services: tuple[str, ...] = (API,)) -> Iterator[dict[str, str]]:
-    """Each service's OpenAI base URL as this machine reaches it: directly on a local host, else through one SSH
+def urls(host: str, console: Console, services: tuple[str, ...] = (API,)) -> Iterator[dict[str, str]]:
+    """Each service's root URL as this machine reaches it: directly on a local host, else through one SSH
     connection forwarding each to a free local port."""
     connection = describe(host, console)
     remote = {forward.service: forward for forward in forwards(connection["settings"]) if forward.service in services}
     if connection["connection"] == "local":
-        yield {service: f"http://{forward.remote_address}:{forward.port}/v1" for service, forward in remote.items()}
+        yield {service: f"http://{forward.remote_address}:{forward.port}" for service, forward in remote.items()}
         return
     local = {service: Forward(service, free_local_port(), f.remote_address, f.port) for service, f in remote.items()}
     ssh = subprocess.Popen(
@@ -101,7 +102,7 @@ def base_urls(host: str, console: Console, services: tuple[str, ...] = (API,)) -
     try:
         for forward in local.values():
             _wait_listening(ssh, forward.port)
-        yield {service: f"http://127.0.0.1:{forward.port}/v1" for service, forward in local.items()}
+        yield {service: f"http://127.0.0.1:{forward.port}" for service, forward in local.items()}
     finally:
         ssh.terminate()
         ssh.wait(timeout=10)

@@ -124,7 +124,11 @@ def test_container_summary_leaves_the_environment_out() -> None:
         "item": "station-vllm",
         "container": {
             "State": {"Status": "running", "Health": {"Status": "healthy"}, "StartedAt": "t"},
-            "Config": {"Image": "img:1", "Env": ["VLLM_API_KEY=secret"], "Labels": {"io.station.recipe": "r"}},
+            "Config": {
+                "Image": "img:1",
+                "Env": ["VLLM_API_KEY=secret"],
+                "Labels": {"io.station.recipe": "r", "io.station.config": "c"},
+            },
             "HostConfig": {"PortBindings": {"8000/tcp": [{"HostIp": "127.0.0.1", "HostPort": "8000"}]}},
         },
     }
@@ -135,10 +139,16 @@ def test_container_summary_leaves_the_environment_out() -> None:
         "health": "healthy",
         "image": "img:1",
         "recipe": "r",
+        "config": "c",
         "ports": ["127.0.0.1:8000->8000/tcp"],
         "started_at": "t",
     }
     assert "secret" not in str(summary)
+
+
+def test_prometheus_labels_are_quoted_and_escaped() -> None:
+    labels = _filters().prometheus_labels({"quantity": "prompt_tokens_mean", "profile": 'a"b\\c'})
+    assert labels == '{quantity="prompt_tokens_mean",profile="a\\"b\\\\c"}'
 
 
 def test_absent_container_summary() -> None:

@@ -65,7 +65,7 @@ def test_a_failed_request_fails_its_session(tmp_path: Path, profile) -> None:
 
 
 def test_aiperf_replays_the_profile_with_the_models_tokenizer_and_server_counts(profile, tmp_path) -> None:
-    args = agentic.aiperf_args(profile, recipe.load("cpu-smoke"), "http://127.0.0.1:8000/v1", tmp_path)
+    args = agentic.aiperf_args(profile, recipe.load("cpu-smoke"), "http://127.0.0.1:8000", tmp_path)
     pairs = dict(itertools.pairwise(args))
     assert pairs["--url"] == "http://127.0.0.1:8000" and pairs["--endpoint-type"] == "chat"
     assert pairs["--conversation-num"] == pairs["--concurrency"] == "8"

@@ -25,9 +25,16 @@ def container_summary(found: dict[str, Any]) -> dict[str, Any]:
         "health": state.get("Health", {}).get("Status", "-"),
         "image": config.get("Image", "-"),
         "recipe": (config.get("Labels") or {}).get("io.station.recipe", "-"),
+        "config": (config.get("Labels") or {}).get("io.station.config", "-"),
         "ports": [f"{b['HostIp']}:{b['HostPort']}->{port}" for port, binds in bindings.items() for b in binds or []],
         "started_at": state.get("StartedAt", "-"),
     }
+
+
+def prometheus_labels(labels: dict[str, Any]) -> str:
+    """A label set in Prometheus' exposition format: {a="1",b="x \\"y\\""}."""
+    quoted = (str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") for value in labels.values())
+    return "{" + ",".join(f'{name}="{value}"' for name, value in zip(labels, quoted, strict=True)) + "}"
 
 
 def target_summary(targets_response: dict[str, Any]) -> list[dict[str, Any]]:
@@ -61,5 +68,6 @@ class FilterModule:
             "station_local_address": local_address,
             "station_container_summary": container_summary,
             "station_target_summary": target_summary,
+            "station_prometheus_labels": prometheus_labels,
             "station_json_object": json_object,
         }

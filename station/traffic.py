@@ -1,0 +1,194 @@
+"""The traffic an engine actually serves, read from its own metrics in Prometheus.
+
+`capture` turns a window of live traffic into a profile (lengths, rate,
+concurrency, prefix-cache hits, chat share) with its provenance; `drift`
+compares the live traffic with a captured profile, quantity by quantity,
+against the one ratio threshold in monitoring/prometheus/thresholds.yml (the
+TrafficProfileDrift alert uses the same).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import requests
+import yaml
+from pydantic import BaseModel
+
+from station import paths
+from station.errors import StationError
+
+THRESHOLDS = paths.ROOT / "monitoring" / "prometheus" / "thresholds.yml"
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+class Lengths(BaseModel):
+    """Tokens per request: the exact mean (histogram sum over count) and quantiles read from the histogram."""
+
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class Provenance(BaseModel):
+    host: str
+    window: str
+    captured_at: str
+    recipe: str
+    config_hash: str
+    vllm_version: str
+
+
+class TrafficProfile(BaseModel):
+    schema_version: Literal[1] = 1
+    provenance: Provenance
+    requests: int
+    requests_per_s: float
+    concurrency_mean: float
+    prompt_tokens: Lengths
+    generation_tokens: Lengths
+    prefix_cache_hit_rate: float | None  # None: no prefix-cache lookup in the window
+    chat_share: float | None  # share of chat among completion requests, from the router; None: none seen
+
+
+def seconds(window: str) -> int:
+    """Prometheus duration (30s, 5m, 1h, 1d) in seconds."""
+    match = re.fullmatch(r"(\d+)([smhd])", window)
+    if not match or int(match.group(1)) == 0:
+        raise StationError(f"window {window!r} is not a duration", "use a number and a unit: 30s, 5m, 1h, 1d")
+    return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+@dataclass(frozen=True)
+class Prometheus:
+    url: str
+    host: str
+    at: float  # Unix time every query is evaluated at: the window ends here
+
+    def scalar(self, expr: str) -> float | None:
+        """The one value of an instant query; None when it has no sample or is not a number (0/0)."""
+        response = requests.get(f"{self.url}/api/v1/query", params={"query": expr, "time": self.at}, timeout=30)
+        if response.status_code != 200:
+            raise StationError(f"Prometheus refused {expr}: {response.text[:300]}", "check the query and Prometheus")
+        result = response.json()["data"]["result"]
+        value = float(result[0]["value"][1]) if result else None
+        return None if value is None or value != value else value  # NaN is x != x
+
+    def counted(self, metric: str, window: str) -> str:
+        """A counter's growth between the window's first and last samples: exact, where increase() extrapolates
+        to the window's edges (an engine restart inside the window undercounts)."""
+        series = f'{metric}{{host="{self.host}"}}[{window}]'
+        return f"sum(max_over_time({series}) - min_over_time({series}))"
+
+    def increase(self, metric: str, window: str, matcher: str = "") -> str:
+        selector = f'host="{self.host}"' + (f", {matcher}" if matcher else "")
+        return f"sum(increase({metric}{{{selector}}}[{window}]))"
+
+    def lengths(self, histogram: str, window: str) -> Lengths:
+        mean = self.scalar(
+            f"{self.increase(f'{histogram}_sum', window)} / {self.increase(f'{histogram}_count', window)}"
+        )
+        selector = f'host="{self.host}"'
+        quantile = {
+            q: self.scalar(
+                f"histogram_quantile({q}, sum by (le) (increase({histogram}_bucket{{{selector}}}[{window}])))"
+            )
+            for q in QUANTILES
+        }
+        return Lengths(mean=mean or 0.0, p50=quantile[0.5] or 0.0, p90=quantile[0.9] or 0.0, p99=quantile[0.99] or 0.0)
+
+
+def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> TrafficProfile:
+    """The window's traffic, as the engine and the router counted it; `engine` holds recipe, config and version."""
+    span = seconds(window)
+    requests_done = prometheus.scalar(prometheus.counted("vllm:request_success_total", window)) or 0.0
+    if requests_done < 1:
+        raise StationError(
+            f"the engine on {prometheus.host} finished no request in the last {window}",
+            "capture a window with traffic in it (--window), or send some first",
+        )
+    selector = f'host="{prometheus.host}"'
+    completions = prometheus.increase("vllm_router_requests_total", window, 'route=~"/v1/(chat/)?completions"')
+    chats = prometheus.increase("vllm_router_requests_total", window, 'route="/v1/chat/completions"')
+    return TrafficProfile(
+        provenance=Provenance(
+            host=prometheus.host,
+            window=window,
+            captured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            **engine,
+        ),
+        requests=round(requests_done),
+        requests_per_s=requests_done / span,
+        concurrency_mean=prometheus.scalar(f"avg_over_time(sum(vllm:num_requests_running{{{selector}}})[{window}:])")
+        or 0.0,
+        prompt_tokens=prometheus.lengths("vllm:request_prompt_tokens", window),
+        generation_tokens=prometheus.lengths("vllm:request_generation_tokens", window),
+        prefix_cache_hit_rate=prometheus.scalar(
+            f"{prometheus.increase('vllm:prefix_cache_hits_total', window)}"
+            f" / {prometheus.increase('vllm:prefix_cache_queries_total', window)}"
+        ),
+        chat_share=prometheus.scalar(f"{chats} / {completions}"),
+    )
+
+
+def write(profile: TrafficProfile, folder: Path) -> Path:
+    stamp = profile.provenance.captured_at.replace(":", "").replace("-", "").replace("+0000", "Z")
+    path = folder / f"{profile.provenance.host}-{stamp}.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(profile.model_dump(), sort_keys=False))
+    return path
+
+
+def read(path: Path) -> TrafficProfile:
+    try:
+        return TrafficProfile.model_validate(yaml.safe_load(path.read_text()))
+    except (OSError, ValueError) as error:
+        raise StationError(
+            f"{path} is not a captured traffic profile: {error}", "capture one: invoke profile-capture"
+        ) from error
+
+
+def latest(folder: Path, host: str) -> Path:
+    found = sorted(folder.glob(f"{host}-*.yml"))
+    if not found:
+        raise StationError(
+            f"no captured traffic profile for {host} in {folder}", f"invoke profile-capture --host {host}"
+        )
+    return found[-1]
+
+
+@dataclass(frozen=True)
+class Drift:
+    quantity: str
+    reference: float
+    live: float
+
+    @property
+    def ratio(self) -> float:
+        return self.live / self.reference if self.reference else float("inf") if self.live else 1.0
+
+    def beyond(self, threshold: float) -> bool:
+        return self.ratio > threshold or self.ratio < 1 / threshold
+
+
+# What drift compares: the traffic's shape, not its volume (rate and concurrency follow the time of day).
+SHAPE = {
+    "prompt tokens, mean": lambda p: p.prompt_tokens.mean,
+    "prompt tokens, p90": lambda p: p.prompt_tokens.p90,
+    "generated tokens, mean": lambda p: p.generation_tokens.mean,
+    "generated tokens, p90": lambda p: p.generation_tokens.p90,
+}
+
+
+def drift(reference: TrafficProfile, live: TrafficProfile) -> list[Drift]:
+    return [Drift(name, read_value(reference), read_value(live)) for name, read_value in SHAPE.items()]
+
+
+def drift_ratio() -> float:
+    """The one threshold: live over reference beyond this ratio (or under its inverse) is drift."""
+    return float(yaml.safe_load(THRESHOLDS.read_text())["traffic_drift_ratio"])

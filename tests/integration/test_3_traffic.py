@@ -1,0 +1,92 @@
+"""`invoke profile-capture` and `profile-drift` on a window holding only the traffic this module sends."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import openai
+import pytest
+
+from station import actions, traffic
+from tests.integration.conftest import API_URL, Invocation, invoke, prometheus_query, succeeded, wait_for
+
+SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
+# vLLM 0.32's buckets for vllm:request_prompt_tokens and vllm:request_generation_tokens
+BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+
+
+@dataclass(frozen=True)
+class Sent:
+    prompt_tokens: int
+    output_tokens: int
+    requests: int
+    window: str
+
+
+def send(api_key: str, model: str, words: int, output_tokens: int, requests: int = 12) -> Sent:
+    """Completions of one known shape, between quiet scrapes, and the window that holds exactly them."""
+    time.sleep(3 * SCRAPE_S)  # whatever ran before is outside the window, margin included
+    started = time.monotonic()
+    client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
+    counts = set()
+    for _ in range(requests):
+        done = client.completions.create(
+            model=model, prompt=" hello" * words, max_tokens=output_tokens, extra_body={"ignore_eos": True}
+        )
+        counts.add(done.usage.prompt_tokens)
+    time.sleep(3 * SCRAPE_S)  # the last counts are scraped
+    (prompt_tokens,) = counts
+    # The window ends when the command starts (a second or two from now) and holds every request, with a margin.
+    return Sent(prompt_tokens, output_tokens, requests, f"{math.ceil(time.monotonic() - started) + 2 * SCRAPE_S}s")
+
+
+def bucket(value: float) -> tuple[float, float]:
+    upper = next(bound for bound in BUCKETS if value <= bound)
+    return BUCKETS[BUCKETS.index(upper) - 1] if upper > BUCKETS[0] else 0, upper
+
+
+@pytest.fixture(scope="module")
+def captured(first_deploy, api_key, smoke) -> tuple[Sent, Invocation, traffic.TrafficProfile]:
+    sent = send(api_key, smoke.model.served_name, words=150, output_tokens=16)
+    run = succeeded(invoke("profile-capture", "--window", sent.window))
+    return sent, run, traffic.read(traffic.latest(actions.TRAFFIC_PROFILES, "local"))
+
+
+def test_the_capture_counts_every_request_it_was_given(captured, smoke) -> None:
+    sent, _, profile = captured
+    assert profile.requests == sent.requests
+    assert profile.provenance.recipe == smoke.name and profile.provenance.vllm_version == smoke.engine.vllm_version
+    assert profile.chat_share == 0  # completions only, as the router counted them
+
+
+def test_the_capture_reproduces_the_lengths_within_a_histogram_bucket(captured) -> None:
+    sent, run, profile = captured
+    print(f"\nsent {sent.prompt_tokens} in / {sent.output_tokens} out; captured {profile.model_dump()}")
+    assert profile.prompt_tokens.mean == pytest.approx(sent.prompt_tokens)
+    assert profile.generation_tokens.mean == pytest.approx(sent.output_tokens)
+    low, high = bucket(sent.prompt_tokens)
+    assert low <= profile.prompt_tokens.p50 <= high
+    low, high = bucket(sent.output_tokens)
+    assert low <= profile.generation_tokens.p90 <= high
+    assert "Prompt tokens" in run.output
+
+
+def test_the_capture_becomes_the_reference_the_drift_alert_reads(captured) -> None:
+    sent, _, _ = captured
+    query = 'station_traffic_reference{quantity="prompt_tokens_mean"}'
+    assert wait_for(lambda: prometheus_query(query), 30, "the reference gauge") == pytest.approx(sent.prompt_tokens)
+
+
+def test_the_same_shape_has_not_drifted(captured, api_key, smoke) -> None:
+    sent = send(api_key, smoke.model.served_name, words=150, output_tokens=16, requests=4)
+    run = succeeded(invoke("profile-drift", "--window", sent.window))
+    assert "has drifted" not in run.output
+
+
+def test_longer_answers_are_drift(captured, api_key, smoke) -> None:
+    sent = send(api_key, smoke.model.served_name, words=150, output_tokens=64, requests=4)
+    run = invoke("profile-drift", "--window", sent.window)
+    assert run.returncode == 1, run.output
+    assert "has drifted: generated tokens, mean" in run.output
