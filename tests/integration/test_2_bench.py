@@ -50,9 +50,9 @@ def test_result_carries_the_engine_and_bundle_provenance(bench, smoke, docker_cl
     assert provenance["host"]["name"] == "local" and provenance["host"]["cpu_count"] > 0
 
 
-def test_benchmark_ran_from_the_host_through_the_router_on_its_network(bench) -> None:
+def test_benchmark_ran_from_the_host_against_the_engine_on_its_network(bench) -> None:
     argv = bench.record["provenance"]["bench"]["argv"]
-    assert argv[:5] == ["vllm", "bench", "serve", "--base-url", "http://station-router:8000"]
+    assert argv[:5] == ["vllm", "bench", "serve", "--base-url", "http://station-vllm:8000"]
     assert bench.record["provenance"]["bench"]["image_id"] == bench.record["provenance"]["engine"]["image_id"]
 
 

@@ -2,7 +2,7 @@
 
 Runs in the engine's image on the host (stdlib only):
 
-    API_URL=http://station-router:8000 OPENAI_API_KEY=... python3 -c "$(cat completion_probe.py)" '{"model": ...,
+    API_URL=http://station-vllm:8000 OPENAI_API_KEY=... python3 -c "$(cat completion_probe.py)" '{"model": ...,
         "prompts": [...], "max_tokens": 32, "logprobs": 5}'
 
 Writes /results/probe.json: [{"prompt", "tokens", "top_logprobs": [{token: logprob}, ...]}].
