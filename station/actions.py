@@ -267,15 +267,14 @@ def down(host: str, console: Console) -> playbook.PlaybookResult:
 TRAFFIC_PROFILES = paths.RESULTS / "profiles"
 
 
-def engine_identity(host: str, console: Console) -> dict[str, str]:
-    """The live engine's recipe, configuration and vLLM version, for a record's provenance."""
+def engine_identity(host: str, engine_url: str, console: Console) -> dict[str, str]:
+    """The live engine's recipe, configuration and vLLM version (asked at `engine_url`), for a record's provenance."""
     containers = {row["name"]: row for row in status(host, console)["containers"]}
     engine = containers.get("station-vllm", {})
     if engine.get("status") != "running":
         raise StationError(f"no engine runs on {host}", f"deploy one first: invoke deploy --host {host}")
-    with tunnel.urls(host, console, (tunnel.ENGINE,)) as found:
-        headers = {"Authorization": f"Bearer {api_key(host)}"}
-        version = requests.get(f"{found[tunnel.ENGINE]}/version", headers=headers, timeout=10).json()["version"]
+    headers = {"Authorization": f"Bearer {api_key(host)}"}
+    version = requests.get(f"{engine_url}/version", headers=headers, timeout=10).json()["version"]
     return {"recipe": engine["recipe"], "config_hash": engine["config"], "vllm_version": version}
 
 
@@ -283,8 +282,8 @@ def capture_traffic(host: str, window: str, console: Console) -> tuple[traffic.T
     """The window's live traffic as a profile file; it becomes the host's reference for drift (and its alert)."""
     traffic.seconds(window)
     until = time.time()  # the window ends when the command starts, not when its checks are done
-    engine = engine_identity(host, console)
-    with tunnel.urls(host, console, (tunnel.PROMETHEUS,)) as found:
+    with tunnel.urls(host, console, (tunnel.ENGINE, tunnel.PROMETHEUS)) as found:
+        engine = engine_identity(host, found[tunnel.ENGINE], console)
         profile = traffic.capture(traffic.Prometheus(found[tunnel.PROMETHEUS], host, until), window, engine)
     path = traffic.write(profile, TRAFFIC_PROFILES)
     reference = [

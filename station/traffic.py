@@ -79,21 +79,25 @@ class Prometheus:
         value = float(result[0]["value"][1]) if result else None
         return None if value is None or value != value else value  # NaN is x != x
 
+    @property
+    def selector(self) -> str:
+        return f'host="{self.host}"'
+
     def counted(self, metric: str, window: str) -> str:
         """A counter's growth between the window's first and last samples: exact, where increase() extrapolates
         to the window's edges (an engine restart inside the window undercounts)."""
-        series = f'{metric}{{host="{self.host}"}}[{window}]'
+        series = f"{metric}{{{self.selector}}}[{window}]"
         return f"sum(max_over_time({series}) - min_over_time({series}))"
 
     def increase(self, metric: str, window: str, matcher: str = "") -> str:
-        selector = f'host="{self.host}"' + (f", {matcher}" if matcher else "")
+        selector = self.selector + (f", {matcher}" if matcher else "")
         return f"sum(increase({metric}{{{selector}}}[{window}]))"
 
     def lengths(self, histogram: str, window: str) -> Lengths:
         mean = self.scalar(
             f"{self.increase(f'{histogram}_sum', window)} / {self.increase(f'{histogram}_count', window)}"
         )
-        selector = f'host="{self.host}"'
+        selector = self.selector
         quantile = {
             q: self.scalar(
                 f"histogram_quantile({q}, sum by (le) (increase({histogram}_bucket{{{selector}}}[{window}])))"
@@ -112,7 +116,7 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
             f"the engine on {prometheus.host} finished no request in the last {window}",
             "capture a window with traffic in it (--window), or send some first",
         )
-    selector = f'host="{prometheus.host}"'
+    selector = prometheus.selector
     completions = prometheus.increase("vllm_router_requests_total", window, 'route=~"/v1/(chat/)?completions"')
     chats = prometheus.increase("vllm_router_requests_total", window, 'route="/v1/chat/completions"')
     return TrafficProfile(
