@@ -20,6 +20,7 @@ from station.recipe import Recipe
 
 SCRIPT = paths.ANSIBLE / "roles" / "vllm_server" / "files" / "check_vllm_args.py"
 
+MAX_ARGUMENT_BYTES = 100_000
 # vLLM release (major.minor) → a locally buildable image holding its parser.
 PARSER_IMAGES = {"0.32": ("station/vllm-cpu:0.32.0", "vllm-cpu")}
 
@@ -60,12 +61,25 @@ def check(labelled: list[tuple[str, Recipe]], console: Console) -> tuple[str, li
     engine = images.client()
     image = parser_image(engine, labelled[0][1], console)
     checks = [{"label": label, "argv": render.serve_argv(recipe)} for label, recipe in labelled]
+    verdicts = []
     with console.status(f"Parsing {len(checks)} argument list(s) with vLLM in {image}"):
-        output = _run_script(engine, image, json.dumps(checks))
-    verdicts = [Verdict(**json.loads(line)) for line in output.splitlines() if line.startswith("{")]
-    if len(verdicts) != len(checks):
-        raise StationError(f"vLLM's parser in {image} did not run:\n{output[-2000:]}", "see its output above")
+        for batch in batches(checks):
+            output = _run_script(engine, image, json.dumps(batch))
+            parsed = [Verdict(**json.loads(line)) for line in output.splitlines() if line.startswith("{")]
+            if len(parsed) != len(batch):
+                raise StationError(f"vLLM's parser in {image} did not run:\n{output[-2000:]}", "see its output above")
+            verdicts += parsed
     return image, verdicts
+
+
+def batches(checks: list[dict], limit: int = MAX_ARGUMENT_BYTES) -> list[list[dict]]:
+    """The checks in groups whose JSON fits one command-line argument (Linux refuses one above 128 KiB)."""
+    grouped: list[list[dict]] = [[]]
+    for check in checks:
+        if grouped[-1] and len(json.dumps([*grouped[-1], check])) > limit:
+            grouped.append([])
+        grouped[-1].append(check)
+    return grouped
 
 
 def _run_script(engine: docker.DockerClient, image: str, checks: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -146,3 +147,12 @@ def test_engine_build_is_a_folder_name_only(write_recipe, cpu_smoke_data, build:
     cpu_smoke_data["engine"]["build"] = build
     with pytest.raises(StationError, match=r"engine\.build"):
         recipe.load(str(write_recipe(cpu_smoke_data)))
+
+
+def test_argument_checks_are_split_to_fit_one_command_line_argument() -> None:
+    from station import argcheck
+
+    checks = [{"label": f"c{i}", "argv": ["--x", "y" * 1000]} for i in range(300)]
+    grouped = argcheck.batches(checks)
+    assert [check for batch in grouped for check in batch] == checks
+    assert len(grouped) > 1 and all(len(json.dumps(batch)) <= argcheck.MAX_ARGUMENT_BYTES for batch in grouped)

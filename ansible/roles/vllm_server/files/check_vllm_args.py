@@ -62,7 +62,7 @@ def check(parser, label, argv):
         return diagnose(parser, label, errors.getvalue())
     except Exception as error:  # a type function of the parser raised: report it, do not crash
         return diagnose(parser, label, str(error))
-    return unknown_parser(label, args) or {"label": label, "ok": True}
+    return unknown_parser(label, args) or scheduler_problem(label, args) or {"label": label, "ok": True}
 
 
 def registered(module, manager):
@@ -81,6 +81,32 @@ def unknown_parser(label, args):
             near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
             error = f"{name!r} is not one of this vLLM's {flag[2:]}s ({', '.join(sorted(known))})"
             return {"label": label, "ok": False, "flag": flag, "error": error, "suggestion": near[0] if near else None}
+    return None
+
+
+def scheduler_problem(label, args):
+    """The scheduler's own validation of the values the recipe sets (max-num-seqs above max-num-batched-tokens
+    parses, but the engine would refuse it at start); the model's context length is unknown here, so it is only
+    checked where the recipe sets it."""
+    try:
+        from vllm.config import SchedulerConfig
+    except ImportError:
+        return None  # a vLLM without it: the engine's start says the rest
+    given = {
+        name: getattr(args, name)
+        for name in ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill")
+        if getattr(args, name, None) is not None
+    }
+    if not given:
+        return None
+    try:
+        SchedulerConfig(**given, max_model_len=args.max_model_len or 1, is_encoder_decoder=False)
+    except Exception as error:  # pydantic's ValidationError, or ValueError in other releases
+        lines = [line.strip() for line in str(error).splitlines()]
+        reason = next((line for line in lines if line.startswith("Value error, ")), lines[-1])
+        reason = reason.removeprefix("Value error, ").split(" [type=")[0]
+        flag = next((f"--{name.replace('_', '-')}" for name in given if name in reason), None)
+        return {"label": label, "ok": False, "flag": flag, "error": reason, "suggestion": None}
     return None
 
 
