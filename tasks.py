@@ -6,6 +6,7 @@ Thin by design: each task parses its arguments, calls station.actions, prints.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shlex
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from station import (
     ladder,
     ladder_report,
     lock,
+    paths,
     profiles,
     report,
     run_report,
@@ -32,8 +34,11 @@ from station import (
     tunnel,
 )
 from station import agent_check as agents
+from station import promote as promotion
 from station import recipe as recipes
 from station.errors import StationError
+from station.tune import run as tuning
+from station.tune import space as spaces
 
 console = Console()
 
@@ -101,10 +106,43 @@ def deploy(c, host=None, recipe=None, agent_check=True):
     """Deploy the recipe's engine and monitoring on a host, then check agents can use it; a rerun changes nothing."""
     host, recipe = host_and_recipe(c, host, recipe)
     with on_host(host, "deploy"):
-        done = actions.deploy(host, recipes.load(recipe), console, agents=agent_check)
-        if agent_check:
-            require_agent_capabilities(host, done.agent_checks)
+        gate = functools.partial(require_agent_capabilities, host) if agent_check else None
+        done = actions.deploy(host, recipes.load(recipe), console, agent_gate=gate)
         console.print(report.deployment(done))
+
+
+@task(
+    help={
+        "host": HOST_HELP,
+        "recipe": RECIPE_HELP + " (the new configuration)",
+        "canary": "Agentic profile replayed against the candidate (a name under recipes/profiles/ or a path); "
+        "default: the recipe's own, else agentic-cpu for engines without GPUs and agentic with them",
+        "min_exact_match": "Accuracy gate: refuse below this share of answers identical to the live engine's "
+        "(default 0.9)",
+        "max_logprob_diff": "Accuracy gate: refuse above this mean top-k log-probability difference (default 0.05)",
+        "accuracy_gate": "Compare the candidate's answers with the live engine's (default on; --no-accuracy-gate "
+        "skips it, e.g. for another model)",
+    }
+)
+def promote(c, host=None, recipe=None, canary="", min_exact_match=0.9, max_logprob_diff=0.05, accuracy_gate=True):
+    """Start a new configuration beside the live engine, put it through health, agent-check, a canary replay and
+    the accuracy gate, then move the traffic to it with no failed request; any failed gate changes nothing."""
+    host, recipe = host_and_recipe(c, host, recipe)
+    with on_host(host, "promote"):
+        chosen = recipes.load(recipe)
+        thresholds = accuracy.Thresholds(float(min_exact_match), float(max_logprob_diff)) if accuracy_gate else None
+        gate = functools.partial(require_agent_capabilities, host)
+        done, evidence = promotion.run(
+            host, chosen, profiles.load(canary or canary_for(chosen)), thresholds, gate, console
+        )
+        console.print(report.deployment(done))
+        console.print(f"Promoted {chosen.name} on {host}; the gates' evidence: {evidence.folder}")
+
+
+def canary_for(chosen: recipes.Recipe) -> str:
+    if chosen.profile != profiles.RANDOM:
+        return chosen.profile
+    return "agentic" if chosen.engine.container.gpus else "agentic-cpu"
 
 
 @task(name="agent-check", help={"host": HOST_HELP, "recipe": RECIPE_HELP + " (the one deployed there)"})
@@ -192,6 +230,45 @@ def run_ladder(c, host=None, recipe="cpu-ladder", steps="", fresh=False):
         report_file, chart_file = ladder_report.write(done, definition)
         console.print(ladder_report.table(done))
         console.print(f"Report: {report_file}\nChart: {chart_file}")
+
+
+@task(
+    help={
+        "host": HOST_HELP,
+        "recipe": RECIPE_HELP + " (the one its live engine runs: the trials start from it)",
+        "profile": "Agentic traffic profile the trials replay (name under recipes/profiles/ or a path); "
+        "default: the recipe's own",
+        "space": "Search space: flags with choices or ranges, objective, constraints (name under recipes/spaces/ "
+        "or a path)",
+        "trials": "Trials to run (default 12); a configuration sampled twice is measured once",
+        "ab_rounds": "Rounds of the interleaved re-measurement of the best trial against the running recipe "
+        "(default 2: A B A B)",
+        "fresh": "Start over instead of resuming an unfinished tune with the same settings",
+    }
+)
+def tune(c, host=None, recipe=None, profile="", space="", trials=12, ab_rounds=2, fresh=False):
+    """Search engine flags for a traffic profile on an engine held back beside the live one (which keeps serving);
+    measure the best against the running recipe (A B A B) and write the winner as a recipe; resumes when stopped."""
+    host, recipe = host_and_recipe(c, host, recipe)
+    with on_host(host, "tune"):
+        if not space:
+            raise StationError(
+                "tune needs a search space", f"e.g. --space cpu-agentic ({', '.join(spaces.available())})"
+            )
+        profile = profile or recipes.load(recipe).profile
+        if profile == profiles.RANDOM:
+            agentic = ", ".join(name for name in profiles.available() if name != profiles.RANDOM)
+            raise StationError("tune replays an agentic profile, not random prompts", f"give --profile ({agentic})")
+        chosen = profiles.load(profile)
+        try:
+            done = tuning.tune(host, recipe, spaces.load(space), chosen, int(trials), int(ab_rounds), fresh, console)
+        except KeyboardInterrupt:
+            raise Exit("Interrupted: run the same command again to resume the search.", 130) from None
+        console.print(f"Report: {done.folder / 'report.md'}\nChart: {done.folder / 'pareto.png'}")
+        if done.verdict:
+            console.print(f"Verdict: {done.verdict.said}")
+        if done.winner:
+            console.print(f"Winner: {paths.RESULTS / done.winner}")
 
 
 @task(
@@ -398,6 +475,7 @@ ns = Collection(
     provision,
     bundle,
     deploy,
+    promote,
     check_agents,
     smoke_bench,
     run_ladder,
@@ -408,6 +486,7 @@ ns = Collection(
     check_accuracy,
     profile_capture,
     profile_drift,
+    tune,
     status,
     down,
     open_tunnel,

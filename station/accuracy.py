@@ -103,17 +103,24 @@ def problems(drift: Drift, thresholds: Thresholds) -> list[str]:
     return found
 
 
-def probe(host: str, recipe: Recipe, out: Path, console: Console) -> list[dict[str, Any]]:
-    """The deployed engine's answers to PROMPTS (greedy, with top-k log-probabilities), asked from its host."""
-    extra = render.bench_vars(recipe, out.name) | {
-        "vllm_bench_output_dir": str(out),
-        "vllm_bench_probe": {
-            "model": recipe.model.served_name,
-            "prompts": PROMPTS,
-            "max_tokens": MAX_TOKENS,
-            "logprobs": TOP_K,
-        },
-    }
+def probe(
+    host: str, recipe: Recipe, out: Path, console: Console, engine: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The deployed engine's answers to PROMPTS (greedy, with top-k log-probabilities), asked from its host;
+    `engine` points the probe at another engine (the vllm_bench role's engine variables, e.g. a candidate's)."""
+    extra = (
+        render.bench_vars(recipe, out.name)
+        | (engine or {})
+        | {
+            "vllm_bench_output_dir": str(out),
+            "vllm_bench_probe": {
+                "model": recipe.model.served_name,
+                "prompts": PROMPTS,
+                "max_tokens": MAX_TOKENS,
+                "logprobs": TOP_K,
+            },
+        }
+    )
     playbook.run("probe", host, extra, console)
     return json.loads((out / "probe.json").read_text())
 
@@ -164,7 +171,7 @@ def run(
     for position, step in enumerate(steps):
         recipe = ladder.recipe(step)
         console.rule(f"Probe {position + 1} of 2: step {step} ({ladder.steps[step].change})")
-        deployment = actions.deploy(host, recipe, console, agents=False)
+        deployment = actions.deploy(host, recipe, console, agents=False, measuring=True)
         out = folder / f"probe{position + 1}-step{step}"
         out.mkdir(parents=True)
         answers.append(probe(host, recipe, out, console))

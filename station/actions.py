@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from station import (
     agentic,
     bench_result,
     bundle,
+    candidate,
     images,
     inventory,
     paths,
@@ -72,6 +75,7 @@ class Deployment:
     changed_tasks: list[str]
     agent_checks: list[agent_check.Check]
     seconds: float
+    took_over: bool = False  # a candidate proved itself beside the live engine and took its traffic
 
 
 def api_key_file(host: str) -> Path:
@@ -79,16 +83,48 @@ def api_key_file(host: str) -> Path:
     return paths.SECRETS / host / "vllm_api_key"
 
 
-def deploy(host: str, recipe: Recipe, console: Console, agents: bool = True) -> Deployment:
-    """The recipe's engine and monitoring on the host, then what agents send tried against it (unless `agents` is off).
+AgentGate = Callable[[list[agent_check.Check]], None]
+# A check of the candidate waiting beside the live engine (host, the recipe it runs); raises StationError to refuse it.
+CandidateGate = Callable[[str, Recipe, Console], None]
 
-    The engine's arguments are checked on the host first by vLLM's own parser.
+
+def deploy(
+    host: str,
+    recipe: Recipe,
+    console: Console,
+    agent_gate: AgentGate | None = None,
+    measuring: bool = False,
+    gates: Sequence[CandidateGate] = (),
+    require_beside: bool = False,
+) -> Deployment:
+    """The recipe's engine and monitoring on the host, then what agents send tried against it.
+
+    The engine's arguments are checked on the host first by vLLM's own parser. `agent_gate` judges what
+    coding agents send (it raises to refuse): a new configuration that starts beside the live engine is
+    judged there before it takes any traffic, after its health check and before `gates` (invoke promote's
+    canary and accuracy gate), and the endpoint is judged again through the router. Without a gate nothing
+    is tried. `measuring` is for runs that own the engine to measure one configuration after another
+    (ladder, accuracy): the engine is replaced in place (the last healthy one restored on failure) rather
+    than proven beside the live one, which would start every configuration twice and whose figures live
+    traffic would skew anyway. `require_beside` refuses, before anything changes, a new configuration that
+    cannot start beside the live engine (invoke promote: its gates need the live engine serving).
     """
     started = time.monotonic()
     host_vars = inventory.host_vars(host)
     render.require_pinned_remote_code(recipe)
     delivery = prepare_images(host, recipe, console)
-    result = playbook.run("deploy", host, render.engine_vars(recipe) | delivery, console)
+    on_candidate = [functools.partial(_agents_on_candidate, agent_gate=agent_gate)] if agent_gate else []
+    on_candidate += gates
+    switch = {"vllm_server_switch": "in_place"} if measuring else {}
+    hold = {"vllm_server_candidate_hold": bool(on_candidate), "vllm_server_require_beside": require_beside}
+    result = playbook.run("deploy", host, render.engine_vars(recipe) | delivery | switch | hold, console)
+    changed = list(result.changed_tasks)
+    waiting = candidate.held(result, host)
+    if waiting:
+        changed += _prove_candidate(host, recipe, waiting, on_candidate, console)
+    checks = check_agents(host, recipe, console) if agent_gate else []
+    if agent_gate:
+        agent_gate(checks)
     return Deployment(
         host=host,
         recipe=recipe,
@@ -97,10 +133,33 @@ def deploy(host: str, recipe: Recipe, console: Console, agents: bool = True) -> 
         prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
         grafana_url=grafana_url(host_vars),
         grafana_password_file=paths.SECRETS / host / "grafana_admin_password",
-        changed_tasks=result.changed_tasks,
-        agent_checks=check_agents(host, recipe, console) if agents else [],
+        changed_tasks=changed,
+        agent_checks=checks,
         seconds=time.monotonic() - started,
+        took_over=bool(waiting),
     )
+
+
+def _agents_on_candidate(host: str, recipe: Recipe, console: Console, agent_gate: AgentGate) -> None:
+    agent_gate(check_agents(host, recipe, console, tunnel.CANDIDATE))
+
+
+def _prove_candidate(
+    host: str, recipe: Recipe, waiting: dict[str, Any], gates: Sequence[CandidateGate], console: Console
+) -> list[str]:
+    """Every gate, on the candidate waiting beside the live engine: it takes the traffic if all pass (the
+    takeover's changes are returned), and is removed, the live engine untouched, at the first that refuses."""
+    try:
+        for gate in gates:
+            gate(host, recipe, console)
+    except StationError as refused:
+        candidate.remove(host, console)
+        raise StationError(
+            f"{refused.problem}\nThe candidate was removed; the live engine (recipe {waiting['live_recipe']}) "
+            "was not touched and is serving.",
+            refused.hint,
+        ) from refused
+    return candidate.takeover(host, recipe, console).changed_tasks
 
 
 def api_key(host: str) -> str:
@@ -112,12 +171,13 @@ def api_key(host: str) -> str:
     return key_file.read_text().strip()
 
 
-def check_agents(host: str, recipe: Recipe, console: Console) -> list[agent_check.Check]:
-    """What a coding agent sends, against the deployed endpoint as this machine reaches it (SSH forward if remote)."""
+def check_agents(host: str, recipe: Recipe, console: Console, service: str = tunnel.API) -> list[agent_check.Check]:
+    """What a coding agent sends, against the deployed endpoint (or another of the host's `service`s) as this
+    machine reaches it (SSH forward if remote)."""
     key = api_key(host)
     reasoning = "reasoning-parser" in recipe.engine.args
-    with tunnel.urls(host, console) as found:
-        url = f"{found[tunnel.API]}/v1"
+    with tunnel.urls(host, console, (service,)) as found:
+        url = f"{found[service]}/v1"
         with console.status(f"Trying what agents send against {url}"):
             return agent_check.run(agent_check.Endpoint(url, key, recipe.model.served_name, reasoning))
 
@@ -267,12 +327,18 @@ def down(host: str, console: Console) -> playbook.PlaybookResult:
 TRAFFIC_PROFILES = paths.RESULTS / "profiles"
 
 
-def engine_identity(host: str, engine_url: str, console: Console) -> dict[str, str]:
-    """The live engine's recipe, configuration and vLLM version (asked at `engine_url`), for a record's provenance."""
+def live_engine(host: str, console: Console) -> dict[str, Any]:
+    """The live engine's container as status reports it (recipe, config, state), or a clear error when none runs."""
     containers = {row["name"]: row for row in status(host, console)["containers"]}
     engine = containers.get("station-vllm", {})
     if engine.get("status") != "running":
         raise StationError(f"no engine runs on {host}", f"deploy one first: invoke deploy --host {host}")
+    return engine
+
+
+def engine_identity(host: str, engine_url: str, console: Console) -> dict[str, str]:
+    """The live engine's recipe, configuration and vLLM version (asked at `engine_url`), for a record's provenance."""
+    engine = live_engine(host, console)
     headers = {"Authorization": f"Bearer {api_key(host)}"}
     version = requests.get(f"{engine_url}/version", headers=headers, timeout=10).json()["version"]
     return {"recipe": engine["recipe"], "config_hash": engine["config"], "vllm_version": version}

@@ -137,7 +137,7 @@ def run(host: str, ladder: Ladder, steps: list[int], fresh: bool, console: Conso
 def measure_step(host: str, ladder: Ladder, index: int, ladder_id: str, console: Console) -> StepRow:
     started = time.monotonic()
     recipe = ladder.recipe(index)
-    actions.deploy(host, recipe, console, agents=False)  # a ladder measures throughput
+    actions.deploy(host, recipe, console, agents=False, measuring=True)
     bench = actions.smoke_bench(host, recipe, console, {"ladder_id": ladder_id, "step": index})
     if bench.problems:
         raise StationError(

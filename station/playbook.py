@@ -35,6 +35,7 @@ class PlaybookResult:
     skipped: int = 0
     changed_tasks: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    handed: dict[str, dict[str, Any]] = field(default_factory=dict)  # per host, what its set_stats tasks handed us
     log: Path | None = None
 
 
@@ -149,7 +150,8 @@ class _Renderer:
     def on_unreachable(self, task: str, host: str, **fields: Any) -> None:
         self.result.failures.append({"task": task, "host": host, "unreachable": True, **fields})
 
-    def on_stats(self, hosts: dict[str, dict[str, int]]) -> None:
+    def on_stats(self, hosts: dict[str, dict[str, int]], custom: dict[str, dict[str, Any]] | None = None) -> None:
+        self.result.handed = custom or {}
         for counts in hosts.values():
             for key in ("ok", "changed", "failures", "unreachable", "skipped"):
                 attr = "failed" if key == "failures" else key

@@ -169,6 +169,9 @@ class Recipe(_Strict):
     )
     reference: Reference | None = None
     caveats: list[str] = []
+    tuned: dict[str, Any] | None = Field(
+        None, description="How invoke tune found this configuration (tune, trial, profile, verdict): a record only"
+    )
 
     @model_validator(mode="after")
     def _image_models_are_local(self) -> Recipe:

@@ -19,14 +19,15 @@ from rich.console import Console
 from station import inventory, playbook
 from station.errors import StationError
 
-# Service → the role whose <role>_port and <role>_bind_address say where it listens.
+# Service → (the role whose <role>_bind_address says where it listens, the setting naming its port).
 SERVICES = {
-    "API (router)": "vllm_router",  # what clients use
-    "engine": "vllm_server",  # behind the router: its own /metrics, /version
-    "Prometheus": "prometheus",
-    "Grafana": "grafana",
-    "node exporter": "node_exporter",
-    "DCGM exporter": "dcgm_exporter",
+    "API (router)": ("vllm_router", "vllm_router_port"),  # what clients use
+    "engine": ("vllm_server", "vllm_server_port"),  # behind the router: its own /metrics, /version
+    "candidate engine": ("vllm_server", "vllm_server_candidate_port"),  # beside it, while one is on trial
+    "Prometheus": ("prometheus", "prometheus_port"),
+    "Grafana": ("grafana", "grafana_port"),
+    "node exporter": ("node_exporter", "node_exporter_port"),
+    "DCGM exporter": ("dcgm_exporter", "dcgm_exporter_port"),
 }
 
 
@@ -45,8 +46,8 @@ class Forward:
 def forwards(settings: dict[str, Any]) -> list[Forward]:
     """Each service's port, as the inventory sets it or the role defaults it; 0.0.0.0 is reached on loopback."""
     found = []
-    for service, role in SERVICES.items():
-        port = int(settings.get(f"{role}_port", inventory.role_default(role, f"{role}_port")))
+    for service, (role, port_setting) in SERVICES.items():
+        port = int(settings.get(port_setting, inventory.role_default(role, port_setting)))
         address = settings.get(f"{role}_bind_address", inventory.role_default(role, f"{role}_bind_address"))
         found.append(Forward(service, port, "127.0.0.1" if address == "0.0.0.0" else address))
     return found
@@ -80,6 +81,7 @@ def free_local_port() -> int:
 
 API = "API (router)"
 ENGINE = "engine"
+CANDIDATE = "candidate engine"
 PROMETHEUS = "Prometheus"
 
 

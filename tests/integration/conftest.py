@@ -10,13 +10,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import docker
+import openai
 import pytest
 import requests
 import testinfra
@@ -134,6 +136,11 @@ def prometheus_query(query: str) -> float:
     return sum(float(sample["value"][1]) for sample in response.json()["data"]["result"])
 
 
+def router_workers() -> list[str]:
+    """The engines the router sends requests to (its admin route takes no key)."""
+    return requests.get(f"{API_URL}/list_workers", timeout=10).json()["urls"]
+
+
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -176,3 +183,52 @@ def bench(first_deploy) -> BenchOutcome:
         "Prometheus to see the benchmark's tokens",
     )
     return BenchOutcome(run, record, run_dir, tokens_before, tokens_after)
+
+
+@dataclass
+class StreamingClients:
+    """Clients streaming short chats through the router, in threads, until stopped; every outcome counted.
+
+    Paced: on 2 cores the candidate engine starts beside the live one, so a client that keeps the live engine
+    busy all the time would starve the candidate's start."""
+
+    api_key: str
+    model: str
+    threads: int = 2
+    pause_s: float = 0.5
+    served: int = 0
+    failures: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _chat_until_stopped(self) -> None:
+        client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=self.api_key, max_retries=0, timeout=120)
+        while not self._stop.is_set():
+            try:
+                stream = client.chat.completions.create(
+                    model=self.model,
+                    messages=[{"role": "user", "content": "hi"}],
+                    max_tokens=32,
+                    stream=True,
+                    extra_body={"ignore_eos": True},  # random weights may end early; every answer is 32 tokens
+                )
+                finish = [chunk.choices[0].finish_reason for chunk in stream if chunk.choices][-1]
+                if finish != "length":
+                    raise AssertionError(f"finish reason {finish}")
+                with self._lock:
+                    self.served += 1
+                self._stop.wait(self.pause_s)
+            except Exception as error:  # every failure a client would see is the measurement
+                with self._lock:
+                    self.failures.append(f"{type(error).__name__}: {error}")
+
+    def __enter__(self) -> StreamingClients:
+        self._workers = [threading.Thread(target=self._chat_until_stopped) for _ in range(self.threads)]
+        for worker in self._workers:
+            worker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for worker in self._workers:
+            worker.join(timeout=180)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from station import agent_check, paths
-from tests.integration.conftest import API_URL, invoke, succeeded
+from tests.integration.conftest import API_URL, ENGINE, invoke, router_workers, succeeded
 
 CAPABILITIES = [
     "chat",
@@ -83,9 +83,10 @@ def test_tools_with_auto_choice_are_served(client, smoke, stream: bool) -> None:
     assert {"stop", "length", "tool_calls"} & set(finish)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def without_tool_parser(first_deploy, tmp_path_factory):
-    """cpu-smoke deployed without its tool parser (agent-check fails), then cpu-smoke again right after the test."""
+    """cpu-smoke deployed without its tool parser over a live cpu-smoke: agent-check fails on the candidate, which
+    never takes traffic; cpu-smoke is deployed again right after the test (nothing to change when all went well)."""
     data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
     data["name"] = "cpu-smoke-no-tools"
     for flag in ("enable-auto-tool-choice", "tool-call-parser"):
@@ -98,7 +99,12 @@ def without_tool_parser(first_deploy, tmp_path_factory):
         succeeded(invoke("deploy", "--host", "local"))
 
 
-def test_without_a_tool_parser_deploy_fails_naming_the_flag(without_tool_parser) -> None:
+@pytest.fixture(scope="module")
+def live_engine_before(docker_client, first_deploy) -> str:
+    return docker_client.containers.get(ENGINE).id
+
+
+def test_without_a_tool_parser_deploy_fails_naming_the_flag(live_engine_before, without_tool_parser) -> None:
     run = without_tool_parser
     assert run.returncode == 1, run.output
     assert "coding agents cannot use the endpoint on local: tools, auto, tools, auto, streamed," in run.output
@@ -106,6 +112,16 @@ def test_without_a_tool_parser_deploy_fails_naming_the_flag(without_tool_parser)
     assert "set engine.args enable-auto-tool-choice: true and tool-call-parser" in run.output
     assert "Deployed cpu-smoke-no-tools" not in run.output
     assert "Traceback" not in run.output
+
+
+def test_a_candidate_agents_cannot_use_never_takes_the_traffic(
+    docker_client, live_engine_before, without_tool_parser
+) -> None:
+    assert "The candidate was removed; the live engine (recipe cpu-smoke) was not touched" in without_tool_parser.output
+    live = docker_client.containers.get(ENGINE)
+    assert live.id == live_engine_before and live.labels["io.station.recipe"] == "cpu-smoke"
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{ENGINE}-candidate$"})
+    assert router_workers() == [f"http://{ENGINE}:8000"]
 
 
 def test_check_recipe_rejects_a_tool_parser_this_vllm_lacks(tmp_path) -> None:

@@ -2,85 +2,41 @@
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import openai
 import pytest
-import requests
 import yaml
 
 from station import paths, render
-from tests.integration.conftest import API_URL, ENGINE, Invocation, invoke, succeeded
+from tests.integration.conftest import (
+    API_URL,
+    ENGINE,
+    Invocation,
+    StreamingClients,
+    invoke,
+    router_workers,
+    succeeded,
+)
 
 CANDIDATE = f"{ENGINE}-candidate"
 
 
-@dataclass
-class StreamingClients:
-    """Clients streaming short chats through the router, in threads, until stopped; every outcome counted.
-
-    Paced: on 2 cores the candidate engine starts beside the live one, so a client that keeps the live engine
-    busy all the time would starve the candidate's start."""
-
-    api_key: str
-    model: str
-    threads: int = 2
-    pause_s: float = 0.5
-    served: int = 0
-    failures: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _chat_until_stopped(self) -> None:
-        client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=self.api_key, max_retries=0, timeout=120)
-        while not self._stop.is_set():
-            try:
-                stream = client.chat.completions.create(
-                    model=self.model,
-                    messages=[{"role": "user", "content": "hi"}],
-                    max_tokens=32,
-                    stream=True,
-                    extra_body={"ignore_eos": True},  # random weights may end early; every answer is 32 tokens
-                )
-                finish = [chunk.choices[0].finish_reason for chunk in stream if chunk.choices][-1]
-                if finish != "length":
-                    raise AssertionError(f"finish reason {finish}")
-                with self._lock:
-                    self.served += 1
-                self._stop.wait(self.pause_s)
-            except Exception as error:  # every failure a client would see is the measurement
-                with self._lock:
-                    self.failures.append(f"{type(error).__name__}: {error}")
-
-    def __enter__(self) -> StreamingClients:
-        self._workers = [threading.Thread(target=self._chat_until_stopped) for _ in range(self.threads)]
-        for worker in self._workers:
-            worker.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for worker in self._workers:
-            worker.join(timeout=180)
-
-
-def router_workers() -> list[str]:
-    return requests.get(f"{API_URL}/list_workers", timeout=10).json()["urls"]
-
-
-def variant(tmp_path, **args) -> str:
+def variant(tmp_path, name: str = "cpu-smoke-variant", **args) -> str:
     """cpu-smoke with other engine arguments, as a recipe file of its own."""
     data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
-    data["name"] = "cpu-smoke-variant"
+    data["name"] = name
     data["engine"]["args"] |= args
-    path = tmp_path / "cpu-smoke-variant.yml"
+    path = tmp_path / f"{name}.yml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
 
 
 @dataclass(frozen=True)
 class Promotion:
+    recipe_path: str
     run: Invocation
     clients: StreamingClients
     engine_before: str
@@ -90,12 +46,14 @@ class Promotion:
 
 @pytest.fixture(scope="module")
 def promotion(first_deploy, docker_client, api_key, smoke, tmp_path_factory) -> Promotion:
-    """A config-changing deploy while clients stream through the router; cpu-smoke is promoted back after."""
+    """`invoke promote` of a new configuration while clients stream through the router (the candidate passes
+    agent-check, the accuracy gate and a canary replay before it takes traffic); cpu-smoke is deployed back
+    after, without the agent-check (the same path, with no gate from the controller)."""
     new = variant(tmp_path_factory.mktemp("variant"), **{"max-num-seqs": 128})
     before = docker_client.containers.get(ENGINE).id
     with StreamingClients(api_key, smoke.model.served_name) as clients:
-        run = invoke("deploy", "--recipe", new, "--no-agent-check")
-    outcome = Promotion(run, clients, before, docker_client.containers.get(ENGINE).id, router_workers())
+        run = invoke("promote", "--recipe", new)
+    outcome = Promotion(new, run, clients, before, docker_client.containers.get(ENGINE).id, router_workers())
     print(f"\nduring the promotion: {clients.served} chats served, {len(clients.failures)} failed, {run.seconds:.0f} s")
     print("\n".join(sorted(set(clients.failures))[:5]))
     yield outcome
@@ -106,6 +64,18 @@ def test_a_new_configuration_takes_over_with_no_failed_request(promotion) -> Non
     succeeded(promotion.run)
     assert promotion.clients.failures == []
     assert promotion.clients.served > 0
+    assert "What coding agents send, against local" in promotion.run.output
+    assert "vllm_server : Remove the candidate's container, drained" in promotion.run.output
+    assert "Promoted cpu-smoke-variant on local" in promotion.run.output
+
+
+def test_every_gate_left_its_evidence(promotion) -> None:
+    folder = Path(promotion.run.output.split("the gates' evidence: ")[1].split()[0])
+    record = json.loads((folder / "promotion.json").read_text())
+    assert record["gates"] == ["health", "agent-check", "accuracy", "canary"]
+    assert record["drift"]["exact_match_rate"] == 1.0  # max-num-seqs changes no answer
+    assert record["canary"]["failed"] == 0 and record["canary"]["requests"] > 0
+    assert record["replaced"]["recipe"] == "cpu-smoke"
 
 
 def test_the_engine_runs_the_new_configuration_alone_behind_the_router(promotion, docker_client) -> None:
@@ -140,3 +110,28 @@ def test_a_candidate_that_cannot_start_leaves_the_live_engine_untouched(
     )
     assert reply.usage.completion_tokens == 4
     assert render.config_hash(smoke) != live.labels["io.station.config"]  # still the variant, untouched
+
+
+def test_a_candidate_whose_answers_drift_is_refused_and_changes_nothing(
+    promotion, docker_client, api_key, smoke, tmp_path
+) -> None:
+    """bfloat16 against the live float32: the accuracy gate refuses it before the canary or the router see it."""
+    live = docker_client.containers.get(ENGINE)
+    workers = router_workers()
+    run = invoke("promote", "--recipe", variant(tmp_path, "cpu-smoke-bf16", dtype="bfloat16"))
+    print(f"\nthe drifting candidate was refused after {run.seconds:.0f} s")
+    assert run.returncode == 1, run.output
+    assert "the candidate's answers drift from the live engine's: exact-match rate" in run.output
+    assert "The candidate was removed; the live engine (recipe cpu-smoke-variant) was not touched" in run.output
+    assert docker_client.containers.get(ENGINE).id == live.id and router_workers() == workers
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+    client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
+    reply = client.chat.completions.create(
+        model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=4
+    )
+    assert reply.usage.completion_tokens == 4
+
+
+def test_promote_refuses_what_the_host_already_runs(promotion) -> None:
+    run = invoke("promote", "--recipe", promotion.recipe_path)
+    assert run.returncode == 1 and "already runs cpu-smoke-variant" in run.output and "nothing to promote" in run.output

@@ -66,4 +66,4 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats) -> None:
         hosts = {host: stats.summarize(host) for host in sorted(stats.processed)}
-        self._emit("stats", hosts=hosts)
+        self._emit("stats", hosts=hosts, custom=stats.custom)  # what set_stats handed station

@@ -1,0 +1,7 @@
+"""invoke tune: engine flags searched for the traffic a host actually has.
+
+space.py    the search space file: flags with choices or ranges, the objective and its constraints
+trials.py   one trial: a candidate engine held back beside the live one, the profile replayed against it
+search.py   the Optuna study (resumable), the interleaved A/B re-measurement, the winner as a recipe
+report.py   ranked trials, the Pareto chart and the written report
+"""

@@ -1,0 +1,105 @@
+"""`invoke tune` on the CPU engine: a small search with the agentic profile on an engine held back beside the
+live one, the interleaved re-measurement, the report; the live engine keeps serving, untouched, throughout.
+
+Runs after the promotion tests, with cpu-smoke live. Its figures are printed, not asserted: on 2 cores the
+configurations of this space are close, and whether one beats cpu-smoke is for the verdict to say.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import yaml
+from rich.console import Console
+
+from station import argcheck, recipe
+from station.tune import search
+from station.tune import space as spaces
+from tests.integration.conftest import (
+    ENGINE,
+    Invocation,
+    StreamingClients,
+    invoke,
+    router_workers,
+    succeeded,
+)
+
+TRIALS = 3
+CANDIDATE = f"{ENGINE}-candidate"
+
+
+@pytest.fixture(scope="module")
+def tuned(first_deploy, docker_client, api_key, smoke) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
+    """A tune while a client chats with the live engine through the router, slowly (it shares the host)."""
+    live = docker_client.containers.get(ENGINE).id
+    with StreamingClients(api_key, smoke.model.served_name, threads=1, pause_s=2) as clients:
+        run = succeeded(
+            invoke("tune", "--space", "cpu-agentic", "--profile", "agentic-cpu", "--trials", str(TRIALS), "--fresh")
+        )
+    (state,) = [
+        search.TuneRun.model_validate_json(path.read_text())
+        for path in sorted(search.TUNES.glob("*-local-cpu-smoke-cpu-agentic*/tune.json"))[-1:]
+    ]
+    print(f"\n{run.output[run.output.index('Tune ') :]}")
+    print(
+        f"during the tune ({run.seconds:.0f} s): {clients.served} chats served by the live engine, "
+        f"{len(clients.failures)} failed"
+    )
+    return run, state, clients, live
+
+
+def test_the_search_runs_every_trial_and_writes_the_report_and_chart(tuned) -> None:
+    run, state, _, _ = tuned
+    assert state.finished and f"Trial {TRIALS} of {TRIALS}" in run.output
+    found = search.study(state)
+    assert len(search.distinct(found)) == TRIALS  # distinct configurations: a repeat is not measured again
+    report = (state.folder / "report.md").read_text()
+    assert "| Rank | Trial | Flags |" in report and (state.folder / "pareto.png").stat().st_size > 10_000
+
+
+def test_the_best_trial_and_the_running_recipe_are_measured_again_interleaved(tuned) -> None:
+    _, state, _, _ = tuned
+    assert state.verdict is not None, "no trial met the constraints on the CPU engine"
+    assert len(state.verdict.rounds) == 2  # A B A B
+    assert all(a.valid and b.valid for a, b in state.verdict.rounds)
+    assert state.verdict.said in (state.folder / "report.md").read_text()
+
+
+def test_a_winner_is_a_recipe_extending_the_running_one_or_the_report_says_nothing_beat_it(tuned) -> None:
+    _, state, _, _ = tuned
+    if state.verdict.beats:
+        winner = recipe.load(str(search.TUNES.parent / state.winner))
+        assert yaml.safe_load((search.TUNES.parent / state.winner).read_text())["extends"] == "cpu-smoke"
+        assert winner.tuned["tune"] == state.tune_id
+    else:
+        assert state.winner is None and "nothing beat the running configuration" in state.verdict.said
+
+
+def test_the_live_engine_kept_serving_untouched(tuned, docker_client) -> None:
+    _, _, clients, live = tuned
+    assert clients.failures == [] and clients.served > 0
+    assert docker_client.containers.get(ENGINE).id == live
+    assert router_workers() == [f"http://{ENGINE}:8000"]
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+
+
+def test_a_tune_from_a_recipe_the_host_does_not_run_is_refused_before_any_trial() -> None:
+    run = invoke("tune", "--recipe", "cpu-ladder", "--space", "cpu-agentic", "--profile", "agentic-cpu")
+    assert run.returncode == 1, run.output
+    assert "the live engine on local runs recipe cpu-smoke" in run.output and "Trial 1" not in run.output
+
+
+@pytest.mark.parametrize(
+    ("space_name", "base"), [("cpu-agentic", "cpu-smoke"), ("gpu-agentic", "nemotron-3.5-super-vl-gb300")]
+)
+def test_every_configuration_of_a_shipped_space_parses_with_the_pinned_vllm(space_name, base) -> None:
+    searched = spaces.load(space_name)
+    names = list(searched.flags)
+    grid = itertools.product(*(searched.flags[name].choices for name in names))
+    labelled = [
+        (f"{space_name} {index}", spaces.candidate(recipe.load(base), dict(zip(names, values, strict=True)), "c"))
+        for index, values in enumerate(grid)
+    ]
+    _, verdicts = argcheck.check(labelled, Console(quiet=True))
+    assert [v.describe() for v in verdicts if not v.ok] == []
