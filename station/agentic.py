@@ -63,6 +63,7 @@ class AgenticMetrics(BaseModel):
     turn_latency_p50_ms: float
     turn_latency_p99_ms: float
     p99_ttft_ms: float
+    p99_tpot_ms: float | None = None  # per request, (latency - TTFT) / (tokens - 1), as vLLM's benchmark counts it
     ttft_p99_by_turn_ms: list[float]
     achieved_concurrency: float
     expected_concurrency: float  # sessions x latency / (latency + think time): what an idle client would reach
@@ -155,6 +156,12 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
+def value(record: dict[str, Any], name: str) -> float | None:
+    """One metric of one AIPerf request record; None where AIPerf did not measure it (a failed request)."""
+    metric = (record.get("metrics") or {}).get(name)
+    return metric["value"] if metric else None
+
+
 def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> AgenticMetrics:
     """AIPerf's per-request records grouped by session and turn, and the engine's counters over the run."""
     records = [json.loads(line) for line in (out / "profile_export.jsonl").read_text().splitlines() if line.strip()]
@@ -162,10 +169,6 @@ def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> 
     sessions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         sessions[record["metadata"]["conversation_id"]].append(record)
-
-    def value(record: dict[str, Any], name: str) -> float | None:
-        metric = (record.get("metrics") or {}).get(name)
-        return metric["value"] if metric else None
 
     failed_records = [r for r in records if r.get("error") or value(r, "request_latency") is None]
     failed_sessions = {r["metadata"]["conversation_id"] for r in failed_records}
@@ -175,6 +178,7 @@ def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> 
         if (speeds := [s for r in turns if (s := value(r, "output_token_throughput_per_user")) is not None])
     ]
     latencies = [v for r in records if (v := value(r, "request_latency")) is not None]
+    tpots = [tpot for r in records if (tpot := time_per_output_token(r)) is not None]
     by_turn: dict[int, list[float]] = defaultdict(list)
     for record in records:
         if (ttft := value(record, "time_to_first_token")) is not None:
@@ -196,6 +200,7 @@ def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> 
         turn_latency_p50_ms=percentile(latencies, 0.50),
         turn_latency_p99_ms=percentile(latencies, 0.99),
         p99_ttft_ms=percentile([t for turn in by_turn.values() for t in turn], 0.99),
+        p99_tpot_ms=percentile(tpots, 0.99) if tpots else None,
         ttft_p99_by_turn_ms=[percentile(by_turn[turn], 0.99) for turn in sorted(by_turn)],
         achieved_concurrency=achieved,
         expected_concurrency=expected,
@@ -203,6 +208,15 @@ def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> 
         prefix_cache_hit_rate=counted["vllm:prefix_cache_hits"] / queries if queries else None,
         engine_generation_tokens=counted["vllm:generation_tokens"],
     )
+
+
+def time_per_output_token(record: dict[str, Any]) -> float | None:
+    """A request's mean time per output token after the first (vLLM's TPOT); None for one token or a failure."""
+    latency, ttft = value(record, "request_latency"), value(record, "time_to_first_token")
+    tokens = value(record, "output_sequence_length")
+    if latency is None or ttft is None or not tokens or tokens < 2:
+        return None
+    return (latency - ttft) / (tokens - 1)
 
 
 def problems(profile: AgenticProfile, metrics: AgenticMetrics) -> list[str]:

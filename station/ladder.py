@@ -66,11 +66,7 @@ class LadderRun(BaseModel):
         return row.output_throughput / self.baseline.output_throughput if self.baseline else None
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / "state.json"
-        partial = path.with_suffix(".partial")
-        partial.write_text(self.model_dump_json(indent=2) + "\n")
-        partial.replace(path)  # never a half-written state
+        paths.write_whole(self.folder / "state.json", self.model_dump_json(indent=2) + "\n")
 
 
 def select_steps(ladder: Ladder, steps: str) -> list[int]:

@@ -26,3 +26,12 @@ def private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o700)
     return path
+
+
+def write_whole(path: Path, text: str) -> Path:
+    """`text` into `path` through a temporary file beside it: a reader never sees it half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(text)
+    partial.replace(path)
+    return path

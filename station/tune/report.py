@@ -31,6 +31,7 @@ class Row:
     values: str
     objective: str
     ttft_p99_ms: str
+    tpot_p99_ms: str
     session_p10: str
     failed: str
     outcome: str
@@ -52,6 +53,7 @@ def rows(run: TuneRun, found: optuna.Study) -> list[Row]:
                 values=render_values(taken.values),
                 objective=shown(run.space.objective, ",.2f"),
                 ttft_p99_ms=shown("p99_ttft_ms", ",.0f"),
+                tpot_p99_ms=shown("p99_tpot_ms", ",.1f"),
                 session_p10=shown("per_session_tok_s_p10", ",.2f"),
                 failed=shown("failed", "d"),
                 outcome=outcome(trial),
@@ -72,7 +74,17 @@ def outcome(trial: FrozenTrial) -> str:
 
 def console_table(run: TuneRun, found: optuna.Study) -> Table:
     table = Table(title=f"Tune {run.tune_id}: trials ranked by {run.space.objective}", title_justify="left")
-    for column in ("Rank", "Trial", "Flags", run.space.objective, "TTFT p99 ms", "Session p10 tok/s", "Failed"):
+    columns = (
+        "Rank",
+        "Trial",
+        "Flags",
+        run.space.objective,
+        "TTFT p99 ms",
+        "TPOT p99 ms",
+        "Session p10 tok/s",
+        "Failed",
+    )
+    for column in columns:
         table.add_column(column, justify="right" if column not in ("Flags",) else "left")
     table.add_column("Outcome", overflow="fold")
     for row in rows(run, found):

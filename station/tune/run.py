@@ -65,7 +65,7 @@ def tune(
     console.print(report.console_table(run, found))
     top = search.best(run, found)
     if top is None:
-        console.print(f"No trial met the constraints ({run.space.describe_constraints() or 'no failed request'}).")
+        console.print(f"No trial met the constraints ({run.space.describe_constraints()}).")
     else:
         values = search.measurement(top).values
         run.best_trial = top.number

@@ -80,11 +80,7 @@ class TuneRun(BaseModel):
         return f"sqlite:///{self.folder / 'study.db'}"
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / "tune.json"
-        partial = path.with_suffix(".partial")
-        partial.write_text(self.model_dump_json(indent=2) + "\n")
-        partial.replace(path)  # never a half-written state
+        paths.write_whole(self.folder / "tune.json", self.model_dump_json(indent=2) + "\n")
 
 
 def definition_digest(base: Recipe, space: SearchSpace, profile: AgenticProfile, trials: int, ab_rounds: int) -> str:

@@ -83,3 +83,15 @@ def test_aiperf_replays_the_profile_with_the_models_tokenizer_and_server_counts(
 )
 def test_the_engines_refusals_name_the_recipe_setting_that_fixes_them(engine_says: str, fix: str) -> None:
     assert fix in hint_for(engine_says)
+
+
+def test_time_per_output_token_counts_the_tokens_after_the_first() -> None:
+    def record(latency: float | None, ttft: float, tokens: int) -> dict:
+        metrics = {"time_to_first_token": {"value": ttft}, "output_sequence_length": {"value": tokens}}
+        if latency is not None:
+            metrics["request_latency"] = {"value": latency}
+        return {"metrics": metrics}
+
+    assert agentic.time_per_output_token(record(410.0, 100.0, 32)) == 10.0
+    assert agentic.time_per_output_token(record(100.0, 100.0, 1)) is None  # one token: no time per token
+    assert agentic.time_per_output_token(record(None, 100.0, 32)) is None  # failed: no latency
