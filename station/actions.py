@@ -76,6 +76,7 @@ class Deployment:
     agent_checks: list[agent_check.Check]
     seconds: float
     took_over: bool = False  # a candidate proved itself beside the live engine and took its traffic
+    in_place_window_s: float | None = None  # a live engine replaced in place: seconds the host had none serving
 
 
 def api_key_file(host: str) -> Path:
@@ -137,7 +138,12 @@ def deploy(
         agent_checks=checks,
         seconds=time.monotonic() - started,
         took_over=bool(waiting),
+        in_place_window_s=_float_or_none(result.handed.get(host, {}).get("vllm_server_in_place_window_s")),
     )
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _agents_on_candidate(host: str, recipe: Recipe, console: Console, agent_gate: AgentGate) -> None:

@@ -29,6 +29,14 @@ def deployment(done: Deployment) -> Table:
     else:
         table.add_row("Grafana", "skipped: no Grafana image for this host (see the note above)")
     _changes(table, done.changed_tasks)
+    if done.took_over:
+        table.add_row("Switch", "the new configuration proved itself beside the live engine: no request failed")
+    if done.in_place_window_s is not None:
+        table.add_row(
+            "Switch",
+            f"replaced in place: no engine served for up to {done.in_place_window_s:.0f} s "
+            "(two engines do not fit here; invoke promote refuses such a host)",
+        )
     table.add_row("Took", f"{done.seconds:.0f} s")
     return table
 

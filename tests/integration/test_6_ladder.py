@@ -77,6 +77,8 @@ def test_an_interrupted_ladder_resumes_at_the_next_step(interrupted, resumed) ->
     assert after.rows[0] == before.rows[0]  # step 0 was not measured again
     assert "Step 0 (" not in run.output
     assert "Step 1 (2 of 3)" in run.output and "Step 4 (3 of 3)" in run.output
+    # a ladder owns the engine: each step replaces it in place, and says for how long none served
+    assert "replaced the engine in place: no engine served for" in run.output
 
 
 def test_every_step_has_a_valid_row_with_ratios_from_the_same_run(resumed) -> None:
