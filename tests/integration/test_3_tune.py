@@ -25,7 +25,7 @@ from tests.integration.conftest import (
     succeeded,
 )
 
-TRIALS = 3
+TRIALS = 2  # distinct configurations: with the A B A B rounds, six engine starts
 CANDIDATE = f"{ENGINE}-candidate"
 
 
