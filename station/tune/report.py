@@ -10,7 +10,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from rich.table import Table
 
-from station import charts
+from station import charts, paths
 from station.tune.search import TuneRun, feasible, measurement, ranked
 from station.tune.space import render_values
 
@@ -147,7 +147,8 @@ def _figures(trial: FrozenTrial) -> dict:
 def write(run: TuneRun, found: optuna.Study) -> Path:
     """report.md and pareto.png in the tune's folder; returns the markdown path."""
     chart(run, found, run.folder / "pareto.png")
-    text = TEMPLATES.get_template("report.md.j2").render(run=run, rows=rows(run, found), render_values=render_values)
+    winner = paths.RESULTS / run.winner if run.winner else None
+    text = TEMPLATES.get_template("report.md.j2").render(run=run, rows=rows(run, found), winner=winner)
     path = run.folder / "report.md"
     path.write_text(text)
     return path

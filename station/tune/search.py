@@ -261,31 +261,26 @@ def interleave(
 
 
 def judge(space: SearchSpace, verdict: Verdict) -> Verdict:
-    """B beats A when every round of both is valid, B meets the constraints in every round, and its mean is better."""
-    a_all = [a for a, _ in verdict.rounds]
-    b_all = [b for _, b in verdict.rounds]
-    if not all(m.valid for m in a_all + b_all):
+    """B beats A when every round of both is valid, B meets the constraints in every round, and B is better than
+    the A measured beside it in every round (paired: the host's drift between rounds does not decide it)."""
+    if not all(a.valid and b.valid for a, b in verdict.rounds):
         said = "a re-measurement was not valid (see the rounds); nothing is claimed"
         return verdict.model_copy(update={"beats": False, "said": said})
-    a_mean = mean(m.figures()[space.objective] for m in a_all)
-    b_mean = mean(m.figures()[space.objective] for m in b_all)
-    within = all(all(e <= 0 for e in space.violations(m.figures()).values()) for m in b_all)
-    better = b_mean > a_mean if space.direction == "maximize" else b_mean < a_mean
+    pairs = [(a.figures()[space.objective], b.figures()[space.objective]) for a, b in verdict.rounds]
+    a_mean, b_mean = mean(a for a, _ in pairs), mean(b for _, b in pairs)
+    wins = sum(1 for a, b in pairs if (b > a if space.direction == "maximize" else b < a))
+    within = all(all(e <= 0 for e in space.violations(b.figures()).values()) for _, b in verdict.rounds)
     figures = f"{space.objective} {b_mean:,.2f} vs {a_mean:,.2f}" + (f" ({b_mean / a_mean:.2f}x)" if a_mean else "")
-    if better and within:
-        said = f"the best trial beats the running configuration: {figures}"
+    rounds = f"better in {wins} of {len(pairs)} rounds"
+    beats = within and wins == len(pairs)
+    if beats:
+        said = f"the best trial beats the running configuration: {figures}, {rounds}"
     elif not within:
         said = f"the best trial broke a constraint when measured again ({figures}): nothing beat the running one"
     else:
-        said = f"nothing beat the running configuration: {figures}"
+        said = f"nothing beat the running configuration: {figures}, the best trial {rounds}"
     return verdict.model_copy(
-        update={
-            "a_mean": a_mean,
-            "b_mean": b_mean,
-            "b_within_constraints": within,
-            "beats": better and within,
-            "said": said,
-        }
+        update={"a_mean": a_mean, "b_mean": b_mean, "b_within_constraints": within, "beats": beats, "said": said}
     )
 
 

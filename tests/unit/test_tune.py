@@ -16,7 +16,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station import recipe
+from station import paths, recipe
 from station.agentic import AgenticMetrics
 from station.errors import StationError
 from station.profiles import load as load_profile
@@ -221,8 +221,11 @@ def test_the_verdict_claims_a_win_only_on_the_means_of_every_round_within_the_co
     )
     won = search.judge(searched, rounds([100, 110], [130, 125]))
     assert won.beats and won.a_mean == 105 and won.b_mean == 127.5
-    assert "beats the running configuration: output_throughput 127.50 vs 105.00 (1.21x)" in won.said
+    assert "beats the running configuration: output_throughput 127.50 vs 105.00 (1.21x), better in 2 of 2" in won.said
     assert not search.judge(searched, rounds([100, 110], [90, 120])).beats
+    one_round = search.judge(searched, rounds([100, 110], [200, 105]))  # a better mean, from one round only
+    assert not one_round.beats and "nothing beat the running configuration" in one_round.said
+    assert "better in 1 of 2 rounds" in one_round.said
     broke = search.judge(searched, rounds([100, 110], [130, 125], b_ttft=2000))
     assert not broke.beats and "broke a constraint" in broke.said
     invalid = rounds([100], [130])
@@ -249,9 +252,11 @@ def test_the_report_and_chart_are_written(tmp_path) -> None:
     top = search.best(run, found)
     values = search.measurement(top).values
     run.verdict = search.interleave(run, base, space.candidate(base, values, "b"), values, measure, QUIET)
+    run.winner = f"tune/{run.tune_id}/winner.yml"
     path = report.write(run, found)
     text = path.read_text()
     assert "| Rank | Trial | Flags |" in text and "**Verdict:** " in text
+    assert f"invoke promote --host local --recipe {paths.RESULTS / run.winner}" in text
     assert (path.parent / "pareto.png").stat().st_size > 10_000
 
 
