@@ -1,7 +1,8 @@
 """The offline bundle: what a host that reaches no registry or index gets from the controller.
 
 `.station/bundle/` holds manifest.json, images/ (docker save archives, one per
-image, each rewritten only when the image id changes) and wheels.tar (the
+image, each rewritten only when the image id changes, with its size so the
+host's room is checked before the copy) and wheels.tar (the
 hash-pinned vLLM wheelhouse with its requirements.lock). The offline_bundle
 role delivers it; copy the folder to carry it into an air-gapped site.
 """
@@ -34,7 +35,7 @@ def build(engine: docker.DockerClient, tags: list[str], console: Console) -> Pat
     return out
 
 
-def _save(engine: docker.DockerClient, tag: str, out: Path, console: Console) -> dict[str, str]:
+def _save(engine: docker.DockerClient, tag: str, out: Path, console: Console) -> dict[str, str | int]:
     image = engine.images.get(tag)
     relative = f"images/{tag.replace('/', '_').replace(':', '_')}.tar"
     archive, recorded = out / relative, out / f"{relative}.id"
@@ -46,7 +47,7 @@ def _save(engine: docker.DockerClient, tag: str, out: Path, console: Console) ->
                     handle.write(chunk)
             partial.replace(archive)
             recorded.write_text(image.id)
-    return {"tag": tag, "id": image.id, "file": relative}
+    return {"tag": tag, "id": image.id, "file": relative, "bytes": archive.stat().st_size}
 
 
 def _wheels(out: Path, console: Console) -> dict[str, str]:

@@ -4,13 +4,16 @@ The suite never touches the user's own results/ or .station/: before station
 is imported, results and controller state are moved to a temporary folder
 (station/paths.py reads STATION_RESULTS_DIR and STATION_STATE_DIR), which the
 CLI the integration tests run inherits; and the session fails if either of
-the user's folders changed while it ran.
+the user's folders changed while it ran. The sandbox is removed when the
+session ends (a full run leaves gigabytes there: image archives, caches); a
+failed session keeps its logs and results to read.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -37,11 +40,21 @@ _BEFORE = {folder: snapshot(folder) for folder in USER_FOLDERS}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if the user's results/ or .station/ changed under it."""
+    """Fail the run if the user's results/ or .station/ changed under it; then clear the sandbox."""
     touched = [str(folder) for folder in USER_FOLDERS if snapshot(folder) != _BEFORE[folder]]
     if touched:
         session.config.get_terminal_writer().line(f"the suite changed the user's {', '.join(touched)}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    clear_sandbox(keep_evidence=session.exitstatus != pytest.ExitCode.OK)
+
+
+BULKY = ("state/bundle", "state/cache")
+
+
+def clear_sandbox(keep_evidence: bool) -> None:
+    """Remove the sandbox; a failed run keeps all of it but the bulky image archives and caches."""
+    for part in BULKY if keep_evidence else ("",):
+        shutil.rmtree(SANDBOX / part, ignore_errors=True)
 
 
 FIXTURES = Path(__file__).parent / "fixtures"

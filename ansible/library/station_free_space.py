@@ -28,6 +28,14 @@ free_gb:
   description: Space available to unprivileged users, in GB (10^9 bytes).
   returned: always
   type: float
+free_bytes:
+  description: The same space, in bytes.
+  returned: always
+  type: int
+device:
+  description: The file system's device number; two paths with the same one share their free space.
+  returned: always
+  type: int
 """
 
 
@@ -36,7 +44,9 @@ def free_space(path: str) -> dict:
     while not os.path.exists(checked):
         checked = os.path.dirname(checked)
     stats = os.statvfs(checked)
-    return {"checked": checked, "free_gb": round(stats.f_bavail * stats.f_frsize / 1000**3, 1)}
+    free = stats.f_bavail * stats.f_frsize
+    device = os.stat(checked).st_dev
+    return {"checked": checked, "free_gb": round(free / 1000**3, 1), "free_bytes": free, "device": device}
 
 
 def main() -> None:

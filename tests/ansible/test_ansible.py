@@ -89,7 +89,7 @@ def test_event_stream_reports_changes_retries_and_the_failure(tmp_path, monkeypa
     assert "changed Report a change" in shown
     assert "failed Fail with a message" in shown
     assert "events failed on local at “Fail with a message”" in error.value.problem
-    assert "the fixture failed on purpose" in error.value.problem
+    assert "the fixture failed on purpose at bad" in error.value.problem  # the item's message, not the loop's
     log = next((tmp_path / "logs").glob("*-events-local.log")).read_text()
     assert log.count('"event": "retry"') == 2
 

@@ -241,6 +241,25 @@ def test_a_second_deploy_on_the_host_changes_nothing(deployed_on_sim) -> None:
     assert "Ansible changed=0" in again.output
 
 
+def test_a_host_without_room_for_an_image_is_refused_before_any_copy(deployed_on_sim, sim_host, tmp_path) -> None:
+    manifest = json.loads((paths.STATE / "bundle" / "manifest.json").read_text())
+    smallest = min(manifest["images"], key=lambda image: image["bytes"])["tag"]
+    sim_root(f"docker rmi --force {smallest}")  # the host now lacks it; its container keeps running
+    sim_root("mkdir -p /mnt/cramped && mount -t tmpfs -o size=1m tmpfs /mnt/cramped")
+    env = extra_inventory(tmp_path, {"cramped": like_sim(offline_bundle_host_dir="/mnt/cramped")})
+    try:
+        refused = invoke("deploy", "--host", "cramped", env=env)
+    finally:
+        sim_root("umount /mnt/cramped")
+    assert refused.returncode == 1, refused.output
+    assert f"Loading {smallest} needs" in refused.output and "holding /mnt/cramped on cramped" in refused.output
+    assert "Nothing was copied" in refused.output and "Traceback" not in refused.output
+    assert sim_host.run(f"docker image inspect {smallest}").rc != 0
+
+    succeeded(invoke("deploy", "--host", "sim"))
+    assert sim_host.run(f"docker image inspect {smallest}").rc == 0
+
+
 def test_smoke_bench_runs_on_the_host_through_the_same_path(deployed_on_sim, smoke) -> None:
     before = set(paths.RESULTS.glob("*-sim-cpu-smoke"))
     succeeded(invoke("smoke-bench", "--host", "sim"))

@@ -19,6 +19,12 @@ description:
 SHOWN_FIELDS = ("msg", "rc", "stdout", "stderr", "skip_reason")
 
 
+def failed_items(result: dict) -> str:
+    """What a looped task's failed items said: its own message says only that one or more failed."""
+    said = [str(item.get("msg", "")).strip() for item in result.get("results", []) if item.get("failed")]
+    return "\n".join(message for message in said if message)
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
@@ -29,7 +35,7 @@ class CallbackModule(CallbackBase):
 
     def _result(self, event: str, result, **extra) -> None:
         fields = {k: result._result[k] for k in SHOWN_FIELDS if result._result.get(k) not in (None, "")}
-        self._emit(event, host=result._host.get_name(), task=result._task.get_name(), **fields, **extra)
+        self._emit(event, host=result._host.get_name(), task=result._task.get_name(), **(fields | extra))
 
     def v2_playbook_on_play_start(self, play) -> None:
         self._emit("play", name=play.get_name())
@@ -47,7 +53,8 @@ class CallbackModule(CallbackBase):
             self._result("ok", result, changed=bool(result._result.get("changed")))
 
     def v2_runner_on_failed(self, result, ignore_errors=False) -> None:
-        self._result("ok" if ignore_errors else "failed", result, changed=False)
+        items = failed_items(result._result)
+        self._result("ok" if ignore_errors else "failed", result, changed=False, **({"msg": items} if items else {}))
 
     def v2_runner_on_skipped(self, result) -> None:
         self._result("skipped", result)
