@@ -237,7 +237,10 @@ def run_ladder(c, host=None, recipe="cpu-ladder", steps="", fresh=False):
         "host": HOST_HELP,
         "recipe": RECIPE_HELP + " (the one its live engine runs: the trials start from it)",
         "profile": "Agentic traffic profile the trials replay (name under recipes/profiles/ or a path); "
-        "default: the recipe's own",
+        "default: the recipe's own. With --traffic, the sessions (turns, think time) the captured traffic is "
+        "replayed in",
+        "traffic": "Tune to captured traffic (invoke profile-capture): 'latest' for the host's last capture, or "
+        "its file; its lengths, prefix-cache hits and load while busy are replayed",
         "space": "Search space: flags with choices or ranges, objective, constraints (name under recipes/spaces/ "
         "or a path)",
         "trials": "Trials to run (default 12); a configuration sampled twice is measured once",
@@ -246,7 +249,7 @@ def run_ladder(c, host=None, recipe="cpu-ladder", steps="", fresh=False):
         "fresh": "Start over instead of resuming an unfinished tune with the same settings",
     }
 )
-def tune(c, host=None, recipe=None, profile="", space="", trials=12, ab_rounds=2, fresh=False):
+def tune(c, host=None, recipe=None, profile="", traffic="", space="", trials=12, ab_rounds=2, fresh=False):
     """Search engine flags for a traffic profile on an engine held back beside the live one (which keeps serving);
     measure the best against the running recipe (A B A B) and write the winner as a recipe; resumes when stopped."""
     host, recipe = host_and_recipe(c, host, recipe)
@@ -255,11 +258,7 @@ def tune(c, host=None, recipe=None, profile="", space="", trials=12, ab_rounds=2
             raise StationError(
                 "tune needs a search space", f"e.g. --space cpu-agentic ({', '.join(spaces.available())})"
             )
-        profile = profile or recipes.load(recipe).profile
-        if profile == profiles.RANDOM:
-            agentic = ", ".join(name for name in profiles.available() if name != profiles.RANDOM)
-            raise StationError("tune replays an agentic profile, not random prompts", f"give --profile ({agentic})")
-        chosen = profiles.load(profile)
+        chosen = tuning.replay_for(host, recipe, profile, traffic)
         try:
             done = tuning.tune(host, recipe, spaces.load(space), chosen, int(trials), int(ab_rounds), fresh, console)
         except KeyboardInterrupt:

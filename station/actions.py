@@ -22,6 +22,7 @@ from station import (
     candidate,
     images,
     inventory,
+    keys,
     paths,
     playbook,
     provenance,
@@ -79,11 +80,6 @@ class Deployment:
     in_place_window_s: float | None = None  # a live engine replaced in place: seconds the host had none serving
 
 
-def api_key_file(host: str) -> Path:
-    """Where the controller keeps the host's engine API key (the vllm_server role generates it there)."""
-    return paths.SECRETS / host / "vllm_api_key"
-
-
 AgentGate = Callable[[list[agent_check.Check]], None]
 # A check of the candidate waiting beside the live engine (host, the recipe it runs); raises StationError to refuse it.
 CandidateGate = Callable[[str, Recipe, Console], None]
@@ -123,14 +119,15 @@ def deploy(
     waiting = candidate.held(result, host)
     if waiting:
         changed += _prove_candidate(host, recipe, waiting, on_candidate, console)
-    checks = check_agents(host, recipe, console) if agent_gate else []
+    checks = []
     if agent_gate:
+        checks = check_agents(host, recipe, console)
         agent_gate(checks)
     return Deployment(
         host=host,
         recipe=recipe,
         endpoint=f"http://{host_vars['vllm_router_bind_address']}:{host_vars['vllm_router_port']}/v1",
-        api_key_file=api_key_file(host),
+        api_key_file=keys.api_key_file(host),
         prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
         grafana_url=grafana_url(host_vars),
         grafana_password_file=paths.SECRETS / host / "grafana_admin_password",
@@ -138,12 +135,8 @@ def deploy(
         agent_checks=checks,
         seconds=time.monotonic() - started,
         took_over=bool(waiting),
-        in_place_window_s=_float_or_none(result.handed.get(host, {}).get("vllm_server_in_place_window_s")),
+        in_place_window_s=result.handed_by(host, "vllm_server_in_place_window_s"),
     )
-
-
-def _float_or_none(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def _agents_on_candidate(host: str, recipe: Recipe, console: Console, agent_gate: AgentGate) -> None:
@@ -168,19 +161,10 @@ def _prove_candidate(
     return candidate.takeover(host, recipe, console).changed_tasks
 
 
-def api_key(host: str) -> str:
-    """The host's engine API key, or a clear error when nothing was deployed there yet."""
-    inventory.host_vars(host)
-    key_file = api_key_file(host)
-    if not key_file.is_file():
-        raise StationError(f"no API key for {host} at {key_file}", f"deploy first: invoke deploy --host {host}")
-    return key_file.read_text().strip()
-
-
 def check_agents(host: str, recipe: Recipe, console: Console, service: str = tunnel.API) -> list[agent_check.Check]:
     """What a coding agent sends, against the deployed endpoint (or another of the host's `service`s) as this
     machine reaches it (SSH forward if remote)."""
-    key = api_key(host)
+    key = keys.api_key(host)
     reasoning = "reasoning-parser" in recipe.engine.args
     with tunnel.urls(host, console, (service,)) as found:
         url = f"{found[service]}/v1"
@@ -253,7 +237,7 @@ def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: C
     """Replay an agentic profile against the deployed engine with AIPerf on this machine; record it like a bench."""
     started = time.monotonic()
     profile.require_fits(recipe)
-    key = api_key(host)
+    key = keys.api_key(host)
     run_id = runs.new_id(host, f"{recipe.name}-{profile.name}")
     out = runs.folder(run_id)
     playbook.run("facts", host, render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}, console)
@@ -344,7 +328,7 @@ def live_engine(host: str, console: Console) -> dict[str, Any]:
 def engine_identity(host: str, engine_url: str, console: Console) -> dict[str, str]:
     """The live engine's recipe, configuration and vLLM version (asked at `engine_url`), for a record's provenance."""
     engine = live_engine(host, console)
-    headers = {"Authorization": f"Bearer {api_key(host)}"}
+    headers = {"Authorization": f"Bearer {keys.api_key(host)}"}
     version = requests.get(f"{engine_url}/version", headers=headers, timeout=10).json()["version"]
     return {"recipe": engine["recipe"], "config_hash": engine["config"], "vllm_version": version}
 
@@ -368,11 +352,16 @@ def capture_traffic(host: str, window: str, console: Console) -> tuple[traffic.T
     return profile, path
 
 
+def captured_traffic(host: str, ref: str = "latest") -> tuple[Path, traffic.TrafficProfile]:
+    """A captured traffic profile: the host's latest (`latest` or nothing), or the file `ref` names."""
+    path = traffic.latest(TRAFFIC_PROFILES, host) if ref in ("", "latest") else Path(ref)
+    return path, traffic.read(path)
+
+
 def traffic_drift(host: str, window: str, against: str, console: Console) -> tuple[Path, list[traffic.Drift]]:
     """The live window's shape against a captured profile (the host's latest unless `against` names one)."""
     until = time.time()
-    reference_path = Path(against) if against else traffic.latest(TRAFFIC_PROFILES, host)
-    reference = traffic.read(reference_path)
+    reference_path, reference = captured_traffic(host, against)
     with tunnel.urls(host, console, (tunnel.PROMETHEUS,)) as found:
         live = traffic.capture(
             traffic.Prometheus(found[tunnel.PROMETHEUS], host, until),

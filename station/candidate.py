@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from station import inventory, playbook, render
+from station import agentic, inventory, keys, playbook, render, tunnel
+from station.agentic import AgenticMetrics
+from station.errors import StationError
 from station.playbook import PlaybookResult
+from station.profiles import AgenticProfile
 from station.recipe import Recipe
 
 
@@ -35,7 +39,7 @@ def bench_target(host: str) -> dict[str, Any]:
 
 def held(result: PlaybookResult, host: str) -> dict[str, Any] | None:
     """What a deploy said about the candidate it left waiting beside the live engine, or None if it left none."""
-    return result.handed.get(host, {}).get("vllm_server_candidate_held")
+    return result.handed_by(host, "vllm_server_candidate_held")
 
 
 def start(host: str, recipe: Recipe, console: Console) -> PlaybookResult:
@@ -55,12 +59,25 @@ def remove(host: str, console: Console) -> PlaybookResult:
 
 @contextmanager
 def held_back(host: str, recipe: Recipe, console: Console) -> Iterator[None]:
-    """The recipe's engine beside the live one for as long as the block runs."""
+    """The recipe's engine beside the live one for as long as the block runs, removed however it ends."""
     try:
         start(host, recipe, console)
+    except StationError:
+        raise  # the role already removed the candidate that failed to start
+    except BaseException:  # interrupted while starting: whatever started goes
+        remove(host, console)
+        raise
+    try:
         yield
     finally:
         remove(host, console)
+
+
+def replay(host: str, profile: AgenticProfile, recipe: Recipe, out: Path, console: Console) -> AgenticMetrics:
+    """The profile replayed against the waiting candidate directly (an SSH forward to its port where remote)."""
+    with tunnel.urls(host, console, (tunnel.CANDIDATE,)) as found:
+        url = found[tunnel.CANDIDATE]
+        return agentic.measure(profile, recipe, url, url, keys.api_key(host), out, console)
 
 
 def _drive(host: str, action: str, console: Console, engine_vars: dict[str, Any]) -> PlaybookResult:

@@ -38,6 +38,10 @@ class PlaybookResult:
     handed: dict[str, dict[str, Any]] = field(default_factory=dict)  # per host, what its set_stats tasks handed us
     log: Path | None = None
 
+    def handed_by(self, host: str, key: str) -> Any:
+        """What the host's set_stats tasks handed back under `key`, or None."""
+        return self.handed.get(host, {}).get(key)
+
 
 def ansible_env() -> dict[str, str]:
     """Environment that points Ansible at the bundle's config and callback."""

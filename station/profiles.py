@@ -10,6 +10,8 @@ conversations, so AIPerf does (station/agentic.py says why).
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -17,6 +19,7 @@ from pydantic import Field, model_validator
 from station import paths
 from station.errors import StationError
 from station.recipe import NAME, Recipe, _Strict, read_mapping, reject_templates, resolve_in, validated
+from station.traffic import TrafficProfile
 
 PROFILES = paths.RECIPES / "profiles"
 RANDOM = "random"  # the recipe's own bench section
@@ -68,3 +71,39 @@ def load(name_or_path: str) -> AgenticProfile:
     data = read_mapping(path, "profile", "recipes/profiles/agentic.yml")
     reject_templates(path, data)
     return validated(AgenticProfile, path, data, "profile")
+
+
+def replaying(captured: TrafficProfile, shape: AgenticProfile) -> AgenticProfile:
+    """Captured traffic as a replay: its answer length, mean prompt, prefix-cache hits and load while busy,
+    in `shape`'s sessions (turns, think time, timeout), which no engine metric records.
+
+    Every turn re-sends its session's history, so the share of prompt tokens no cache held is each turn's new
+    input; the shared prefix is what is left once the replay's mean prompt equals the captured one.
+    """
+    turns, mean_prompt = shape.turns, captured.prompt_tokens.mean
+    output = max(1, round(captured.generation_tokens.mean))
+    # The largest new input per turn that leaves the shared prefix at least as long (AgenticProfile's rule).
+    widest = (mean_prompt - output * (turns - 1) / 2) / ((turns + 3) / 2)
+    if widest < 1:
+        raise StationError(
+            f"the captured prompts average {mean_prompt:.0f} tokens: too few for {turns}-turn sessions "
+            f"with {output}-token answers",
+            f"replay it in a profile with fewer turns than {shape.name}'s {turns} (--profile)",
+        )
+    uncached = (1 - (captured.prefix_cache_hit_rate or 0.0)) * mean_prompt
+    turn_input = max(1, min(round(uncached), math.floor(widest)))
+    source = captured.provenance
+    return AgenticProfile(
+        name=f"{re.sub(r'[^a-z0-9.-]', '-', source.host.lower())}-traffic",
+        kind="agentic",
+        description=f"the traffic captured on {source.host} over {source.window} to {source.captured_at} "
+        f"({captured.requests} requests), replayed in {shape.name}'s sessions",
+        sessions=max(1, round(captured.concurrency_p90 or captured.concurrency_mean)),
+        turns=turns,
+        shared_prefix_tokens=round(mean_prompt - turn_input * (turns + 1) / 2 - output * (turns - 1) / 2),
+        turn_input_tokens=turn_input,
+        output_tokens=output,
+        think_time_ms=shape.think_time_ms,
+        per_user_target_tok_s=shape.per_user_target_tok_s,
+        timeout_s=shape.timeout_s,
+    )

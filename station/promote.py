@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.console import Console
 
-from station import accuracy, actions, agentic, candidate, inventory, paths, render, tunnel
+from station import accuracy, actions, agentic, candidate, inventory, paths, render
 from station.errors import StationError
 from station.profiles import AgenticProfile
 from station.recipe import Recipe
@@ -48,9 +48,7 @@ def canary_gate(profile: AgenticProfile, evidence: Evidence) -> actions.Candidat
     def gate(host: str, recipe: Recipe, console: Console) -> None:
         profile.require_fits(recipe)
         out = evidence.folder / "canary"
-        with tunnel.urls(host, console, (tunnel.CANDIDATE,)) as found:
-            url = found[tunnel.CANDIDATE]
-            evidence.canary = agentic.measure(profile, recipe, url, url, actions.api_key(host), out, console)
+        evidence.canary = candidate.replay(host, profile, recipe, out, console)
         (out / "metrics.json").write_text(evidence.canary.model_dump_json(indent=2) + "\n")
         problems = agentic.problems(profile, evidence.canary)
         if problems:

@@ -279,7 +279,7 @@ def resolve_in(folder: Path, name_or_path: str, kind: str, names: list[str]) -> 
 def read_mapping(path: Path, kind: str, example: str) -> dict[str, Any]:
     """A data file's fields, or a clear error when it is not YAML or not a mapping."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise StationError(f"{kind} {path} is not valid YAML: {exc}", "fix the syntax at the line shown") from exc
     if not isinstance(data, dict):

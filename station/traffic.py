@@ -50,6 +50,7 @@ class TrafficProfile(BaseModel):
     requests: int
     requests_per_s: float
     concurrency_mean: float
+    concurrency_p90: float | None = None  # running requests while any runs; None: none seen (or an older capture)
     prompt_tokens: Lengths
     generation_tokens: Lengths
     prefix_cache_hit_rate: float | None  # None: no prefix-cache lookup in the window
@@ -117,6 +118,7 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
             "capture a window with traffic in it (--window), or send some first",
         )
     selector = prometheus.selector
+    running = f"sum(vllm:num_requests_running{{{selector}}})"
     completions = prometheus.increase("vllm_router_requests_total", window, 'route=~"/v1/(chat/)?completions"')
     chats = prometheus.increase("vllm_router_requests_total", window, 'route="/v1/chat/completions"')
     return TrafficProfile(
@@ -128,8 +130,8 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
         ),
         requests=round(requests_done),
         requests_per_s=requests_done / span,
-        concurrency_mean=prometheus.scalar(f"avg_over_time(sum(vllm:num_requests_running{{{selector}}})[{window}:])")
-        or 0.0,
+        concurrency_mean=prometheus.scalar(f"avg_over_time({running}[{window}:])") or 0.0,
+        concurrency_p90=prometheus.scalar(f"quantile_over_time(0.9, ({running} > 0)[{window}:])"),
         prompt_tokens=prometheus.lengths("vllm:request_prompt_tokens", window),
         generation_tokens=prometheus.lengths("vllm:request_generation_tokens", window),
         prefix_cache_hit_rate=prometheus.scalar(

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from station import actions, inventory, paths, render
+from station import actions, inventory, paths, profiles, render
 from station import recipe as recipes
 from station.errors import StationError
 from station.profiles import AgenticProfile
@@ -17,6 +17,20 @@ from station.tune import report, search
 from station.tune.search import TuneRun
 from station.tune.space import SearchSpace, candidate
 from station.tune.trials import Measurement, measure_held_back
+
+
+def replay_for(host: str, recipe_ref: str, profile_ref: str, traffic_ref: str) -> AgenticProfile:
+    """What the trials replay: the agentic profile named (default: the recipe's own), or, given `traffic_ref`
+    (`latest` or a file), the traffic captured on the host in that profile's sessions."""
+    profile_ref = profile_ref or recipes.load(recipe_ref).profile
+    if profile_ref == profiles.RANDOM:
+        agentic = ", ".join(name for name in profiles.available() if name != profiles.RANDOM)
+        raise StationError("tune replays an agentic profile, not random prompts", f"give --profile ({agentic})")
+    shape = profiles.load(profile_ref)
+    if not traffic_ref:
+        return shape
+    _, captured = actions.captured_traffic(host, traffic_ref)
+    return profiles.replaying(captured, shape)
 
 
 def base_reference(name_or_path: str) -> str:
@@ -101,8 +115,10 @@ def write_winner(run: TuneRun, values: dict) -> Path:
     }
     path = run.folder / "winner.yml"
     path.write_text(
-        f"# Written by invoke tune ({run.tune_id}); deploy it with --recipe {path}\n"
-        + yaml.safe_dump(data, sort_keys=False)
+        f"# Written by invoke tune ({run.tune_id}); move the traffic to it through every gate with\n"
+        f"#   invoke promote --host {run.host} --recipe {path}\n"
+        + yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
     )
     recipes.load(str(path))  # a winner that does not load as a recipe is a bug here, not the user's to find
     return path

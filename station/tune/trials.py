@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from station import actions, agentic, candidate, tunnel
+from station import agentic, candidate, keys
 from station.agentic import AgenticMetrics
 from station.errors import StationError
 from station.profiles import AgenticProfile
@@ -46,11 +46,10 @@ def measure_held_back(
     """`recipe` held back on the host and measured with `profile`; its failure to serve is recorded, not raised."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    key = actions.api_key(host)
+    keys.api_key(host)  # no key, no deployment: refused before any trial starts
     try:
-        with candidate.held_back(host, recipe, console), tunnel.urls(host, console, (tunnel.CANDIDATE,)) as found:
-            url = found[tunnel.CANDIDATE]
-            metrics = agentic.measure(profile, recipe, url, url, key, out, console)
+        with candidate.held_back(host, recipe, console):
+            metrics = candidate.replay(host, profile, recipe, out, console)
     except StationError as refused:
         (out / "error.txt").write_text(f"{refused}\n")
         return Measurement(

@@ -1,5 +1,6 @@
-"""`invoke tune` on the CPU engine: a small search with the agentic profile on an engine held back beside the
-live one, the interleaved re-measurement, the report; the live engine keeps serving, untouched, throughout.
+"""`invoke tune` on the CPU engine, to the traffic it served: the agentic profile replayed against the live
+engine and captured, then a small search replaying that capture on an engine held back beside the live one,
+the interleaved re-measurement, the report; the live engine keeps serving, untouched, throughout.
 
 Runs after the promotion tests, with cpu-smoke live. Its figures are printed, not asserted: on 2 cores the
 configurations of this space are close, and whether one beats cpu-smoke is for the verdict to say.
@@ -8,12 +9,14 @@ configurations of this space are close, and whether one beats cpu-smoke is for t
 from __future__ import annotations
 
 import itertools
+import math
+import time
 
 import pytest
 import yaml
 from rich.console import Console
 
-from station import argcheck, recipe
+from station import argcheck, profiles, recipe
 from station.tune import search
 from station.tune import space as spaces
 from tests.integration.conftest import (
@@ -27,16 +30,28 @@ from tests.integration.conftest import (
 
 TRIALS = 2  # distinct configurations: with the A B A B rounds, six engine starts
 CANDIDATE = f"{ENGINE}-candidate"
+SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 
 
 @pytest.fixture(scope="module")
-def tuned(first_deploy, docker_client, api_key, smoke) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
-    """A tune while a client chats with the live engine through the router, slowly (it shares the host)."""
+def captured() -> None:
+    """The agentic profile served by the live engine, then captured as the host's latest traffic profile."""
+    started = time.monotonic()
+    succeeded(invoke("smoke-bench", "--profile", "agentic-cpu"))
+    time.sleep(2 * SCRAPE_S)  # the last counts are scraped
+    succeeded(invoke("profile-capture", "--window", f"{math.ceil(time.monotonic() - started)}s"))
+
+
+@pytest.fixture(scope="module")
+def tuned(
+    first_deploy, captured, docker_client, api_key, smoke
+) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
+    """A tune to the captured traffic while a client chats with the live engine through the router, slowly (it
+    shares the host)."""
     live = docker_client.containers.get(ENGINE).id
+    searching = ["--space", "cpu-agentic", "--traffic", "latest", "--profile", "agentic-cpu"]
     with StreamingClients(api_key, smoke.model.served_name, threads=1, pause_s=2) as clients:
-        run = succeeded(
-            invoke("tune", "--space", "cpu-agentic", "--profile", "agentic-cpu", "--trials", str(TRIALS), "--fresh")
-        )
+        run = succeeded(invoke("tune", *searching, "--trials", str(TRIALS), "--fresh"))
     (state,) = [
         search.TuneRun.model_validate_json(path.read_text())
         for path in sorted(search.TUNES.glob("*-local-cpu-smoke-cpu-agentic*/tune.json"))[-1:]
@@ -56,6 +71,21 @@ def test_the_search_runs_every_trial_and_writes_the_report_and_chart(tuned) -> N
     assert len(search.distinct(found)) == TRIALS  # distinct configurations: a repeat is not measured again
     report = (state.folder / "report.md").read_text()
     assert "| Rank | Trial | Flags |" in report and (state.folder / "pareto.png").stat().st_size > 10_000
+
+
+def test_the_trials_replay_the_captured_traffic_in_the_profile_s_sessions(tuned) -> None:
+    _, state, _, _ = tuned
+    served = profiles.load("agentic-cpu")
+    replayed = state.profile
+    print(f"captured and replayed: {replayed.model_dump()}")
+    assert replayed.name == "local-traffic" and "captured on local" in replayed.description
+    assert (replayed.turns, replayed.output_tokens) == (served.turns, served.output_tokens)
+    assert 1 <= replayed.sessions <= served.sessions
+    # The replay's mean prompt is the captured one, which is what agentic-cpu sends (answers' lengths aside).
+    mean_prompt = replayed.shared_prefix_tokens + (replayed.turns + 1) / 2 * replayed.turn_input_tokens
+    sent = served.shared_prefix_tokens + (served.turns + 1) / 2 * served.turn_input_tokens
+    assert mean_prompt == pytest.approx(sent, rel=0.1)
+    assert "local-traffic" in (state.folder / "report.md").read_text()
 
 
 def test_the_best_trial_and_the_running_recipe_are_measured_again_interleaved(tuned) -> None:

@@ -7,6 +7,7 @@ import yaml
 
 from station import profiles, recipe
 from station.errors import StationError
+from station.traffic import Lengths, Provenance, TrafficProfile
 
 
 @pytest.fixture
@@ -77,3 +78,54 @@ def test_template_syntax_in_a_profile_is_refused(tmp_path, agentic_data) -> None
 def test_every_shipped_recipe_names_a_profile_that_exists(name: str) -> None:
     chosen = recipe.load(name).profile
     assert chosen == profiles.RANDOM or profiles.load(chosen).name == chosen
+
+
+def traffic_of(shape: profiles.AgenticProfile, hit_rate: float | None, busy: float | None) -> TrafficProfile:
+    """What capture would read from an engine serving `shape` ideally: every turn's history cached, only its new
+    input computed (a stand-in for a capture; test_3_traffic captures real traffic)."""
+    prompts = [
+        shape.shared_prefix_tokens + turn * shape.turn_input_tokens + (turn - 1) * shape.output_tokens
+        for turn in range(1, shape.turns + 1)
+    ]
+    mean = sum(prompts) / len(prompts)
+    return TrafficProfile(
+        provenance=Provenance(host="DGX_01", window="1h", captured_at="2026-11-30T04:00:00+00:00", recipe="r",
+                              config_hash="c", vllm_version="0.32.0"),
+        requests=shape.sessions * shape.turns,
+        requests_per_s=1.0,
+        concurrency_mean=shape.sessions / 3,
+        concurrency_p90=busy,
+        prompt_tokens=Lengths(mean=mean, p50=mean, p90=max(prompts), p99=max(prompts)),
+        generation_tokens=Lengths(mean=shape.output_tokens, p50=shape.output_tokens, p90=shape.output_tokens,
+                                  p99=shape.output_tokens),
+        prefix_cache_hit_rate=hit_rate,
+        chat_share=1.0,
+    )  # fmt: skip
+
+
+def test_captured_traffic_is_replayed_with_the_lengths_and_load_it_had() -> None:
+    shape = profiles.load("agentic-cpu")
+    mean_prompt = traffic_of(shape, 0, 8).prompt_tokens.mean
+    captured = traffic_of(shape, 1 - shape.turn_input_tokens / mean_prompt, busy=8)
+    replay = profiles.replaying(captured, shape)
+    assert (replay.sessions, replay.turns) == (8, shape.turns)
+    assert (replay.shared_prefix_tokens, replay.turn_input_tokens, replay.output_tokens) == (1024, 96, 32)
+    assert replay.think_time_ms == shape.think_time_ms and replay.name == "dgx-01-traffic"
+    assert "captured on DGX_01 over 1h" in replay.description and "in agentic-cpu's sessions" in replay.description
+
+
+def test_traffic_the_cache_missed_keeps_a_prefix_at_least_as_long_as_each_turn() -> None:
+    shape = profiles.load("agentic-cpu")
+    for hit_rate in (0.0, None):
+        replay = profiles.replaying(traffic_of(shape, hit_rate, busy=None), shape)
+        assert replay.shared_prefix_tokens >= replay.turn_input_tokens  # AgenticProfile's own rule holds
+        assert replay.sessions == round(8 / 3)  # no p90 in older captures: the mean load
+        prompts = [replay.shared_prefix_tokens + t * replay.turn_input_tokens + (t - 1) * 32 for t in (1, 2, 3)]
+        assert sum(prompts) / 3 == pytest.approx(traffic_of(shape, 0, None).prompt_tokens.mean, abs=2)
+
+
+def test_prompts_too_short_for_the_sessions_are_refused_with_what_to_do() -> None:
+    shape = profiles.load("agentic-cpu").model_copy(update={"turns": 100})
+    with pytest.raises(StationError, match="too few for 100-turn sessions") as refused:
+        profiles.replaying(traffic_of(profiles.load("agentic-cpu"), 0.9, busy=4), shape)
+    assert "fewer turns" in refused.value.hint

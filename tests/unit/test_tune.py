@@ -243,6 +243,9 @@ def test_the_winner_extends_the_running_recipe_and_loads(tmp_path) -> None:
     winner = recipe.load(str(path))
     assert winner.engine.args["max-num-seqs"] == 32 and winner.tuned["trial"] == 4
     assert winner.engine.args["tool-call-parser"] == "hermes"  # the rest is the running recipe's
+    text = path.read_text(encoding="utf-8")
+    assert f"invoke promote --host local --recipe {path}" in text
+    assert "≤" in text and "\\u" not in text  # the constraints read as written
 
 
 def test_the_report_and_chart_are_written(tmp_path) -> None:
