@@ -98,7 +98,7 @@ def replaying(captured: TrafficProfile, shape: AgenticProfile) -> AgenticProfile
         kind="agentic",
         description=f"the traffic captured on {source.host} over {source.window} to {source.captured_at} "
         f"({captured.requests} requests), replayed in {shape.name}'s sessions",
-        sessions=max(1, round(captured.concurrency_p90 or captured.concurrency_mean)),
+        sessions=max(1, round(captured.in_flight_p90 or captured.concurrency_mean)),
         turns=turns,
         shared_prefix_tokens=round(mean_prompt - turn_input * (turns + 1) / 2 - output * (turns - 1) / 2),
         turn_input_tokens=turn_input,

@@ -193,7 +193,7 @@ def traffic_profile(profile: TrafficProfile, path: Path) -> Table:
     source = profile.provenance
     table = Table(title=f"Traffic on {source.host}, last {source.window} ({path})", show_header=False)
     table.add_row("Engine", f"{source.recipe} (config {source.config_hash}, vLLM {source.vllm_version})")
-    busy = "" if profile.concurrency_p90 is None else f", p90 {profile.concurrency_p90:.0f} while busy"
+    busy = "" if profile.in_flight_p90 is None else f"; p90 {profile.in_flight_p90:.0f} in flight while busy"
     table.add_row(
         "Requests",
         f"{profile.requests:,} ({profile.requests_per_s:.2f}/s, {profile.concurrency_mean:.1f} running{busy})",

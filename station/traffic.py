@@ -50,7 +50,9 @@ class TrafficProfile(BaseModel):
     requests: int
     requests_per_s: float
     concurrency_mean: float
-    concurrency_p90: float | None = None  # running requests while any runs; None: none seen (or an older capture)
+    # Requests in the engine, running or queued, p90 over the samples where any are: how many agents wait on it
+    # when busy (running alone stops at max-num-seqs). None: none seen, or a capture from before it was read.
+    in_flight_p90: float | None = None
     prompt_tokens: Lengths
     generation_tokens: Lengths
     prefix_cache_hit_rate: float | None  # None: no prefix-cache lookup in the window
@@ -119,6 +121,7 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
         )
     selector = prometheus.selector
     running = f"sum(vllm:num_requests_running{{{selector}}})"
+    in_flight = f"({running} + sum(vllm:num_requests_waiting{{{selector}}}))"
     completions = prometheus.increase("vllm_router_requests_total", window, 'route=~"/v1/(chat/)?completions"')
     chats = prometheus.increase("vllm_router_requests_total", window, 'route="/v1/chat/completions"')
     return TrafficProfile(
@@ -131,7 +134,7 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
         requests=round(requests_done),
         requests_per_s=requests_done / span,
         concurrency_mean=prometheus.scalar(f"avg_over_time({running}[{window}:])") or 0.0,
-        concurrency_p90=prometheus.scalar(f"quantile_over_time(0.9, ({running} > 0)[{window}:])"),
+        in_flight_p90=prometheus.scalar(f"quantile_over_time(0.9, ({in_flight} > 0)[{window}:])"),
         prompt_tokens=prometheus.lengths("vllm:request_prompt_tokens", window),
         generation_tokens=prometheus.lengths("vllm:request_generation_tokens", window),
         prefix_cache_hit_rate=prometheus.scalar(

@@ -36,6 +36,24 @@ class Row:
     failed: str
     outcome: str
 
+    def cells(self) -> tuple[str, ...]:
+        """The row's cells, in the order of `headers`."""
+        return (
+            self.rank,
+            str(self.trial),
+            self.values,
+            self.objective,
+            self.ttft_p99_ms,
+            self.tpot_p99_ms,
+            self.session_p10,
+            self.failed,
+            self.outcome,
+        )
+
+
+def headers(objective: str) -> tuple[str, ...]:
+    return ("Rank", "Trial", "Flags", objective, "TTFT p99 ms", "TPOT p99 ms", "Session p10 tok/s", "Failed", "Outcome")
+
 
 def rows(run: TuneRun, found: optuna.Study) -> list[Row]:
     table = []
@@ -74,30 +92,11 @@ def outcome(trial: FrozenTrial) -> str:
 
 def console_table(run: TuneRun, found: optuna.Study) -> Table:
     table = Table(title=f"Tune {run.tune_id}: trials ranked by {run.space.objective}", title_justify="left")
-    columns = (
-        "Rank",
-        "Trial",
-        "Flags",
-        run.space.objective,
-        "TTFT p99 ms",
-        "TPOT p99 ms",
-        "Session p10 tok/s",
-        "Failed",
-    )
-    for column in columns:
-        table.add_column(column, justify="right" if column not in ("Flags",) else "left")
-    table.add_column("Outcome", overflow="fold")
+    for header in headers(run.space.objective):
+        wide = header in ("Flags", "Outcome")
+        table.add_column(header, justify="left" if wide else "right", overflow="fold" if wide else "ellipsis")
     for row in rows(run, found):
-        table.add_row(
-            row.rank,
-            str(row.trial),
-            row.values,
-            row.objective,
-            row.ttft_p99_ms,
-            row.session_p10,
-            row.failed,
-            row.outcome,
-        )
+        table.add_row(*row.cells())
     return table
 
 

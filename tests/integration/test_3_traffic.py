@@ -59,7 +59,7 @@ def test_the_capture_counts_every_request_it_was_given(captured, smoke) -> None:
     assert profile.requests == sent.requests
     assert profile.provenance.recipe == smoke.name and profile.provenance.vllm_version == smoke.engine.vllm_version
     assert profile.chat_share == 0  # completions only, as the router counted them
-    assert profile.concurrency_p90 in (None, 1)  # one request at a time, when a scrape saw it running
+    assert profile.in_flight_p90 in (None, 1)  # one request at a time, when a scrape saw it in the engine
 
 
 def test_the_capture_reproduces_the_lengths_within_a_histogram_bucket(captured) -> None:

@@ -94,7 +94,7 @@ def traffic_of(shape: profiles.AgenticProfile, hit_rate: float | None, busy: flo
         requests=shape.sessions * shape.turns,
         requests_per_s=1.0,
         concurrency_mean=shape.sessions / 3,
-        concurrency_p90=busy,
+        in_flight_p90=busy,
         prompt_tokens=Lengths(mean=mean, p50=mean, p90=max(prompts), p99=max(prompts)),
         generation_tokens=Lengths(mean=shape.output_tokens, p50=shape.output_tokens, p90=shape.output_tokens,
                                   p99=shape.output_tokens),

@@ -8,6 +8,7 @@ checked in milliseconds and deterministically.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ QUIET = Console(quiet=True)
 
 def metrics(throughput: float, ttft: float = 100.0, failed: int = 0) -> AgenticMetrics:
     return AgenticMetrics(
+        p99_tpot_ms=ttft / 7,
         sessions=8,
         sessions_completed=8,
         sessions_failed=0,
@@ -261,6 +263,11 @@ def test_the_report_and_chart_are_written(tmp_path) -> None:
     assert "| Rank | Trial | Flags |" in text and "**Verdict:** " in text
     assert f"invoke promote --host local --recipe {paths.RESULTS / run.winner}" in text
     assert (path.parent / "pareto.png").stat().st_size > 10_000
+    shown = Console(record=True, width=400)
+    shown.print(report.console_table(run, found))
+    first = report.rows(run, found)[0]
+    in_place = r"\s*│\s*".join(re.escape(cell) for cell in first.cells()[3:7])  # objective, TTFT, TPOT, session p10
+    assert re.search(in_place, shown.export_text())
 
 
 def test_the_pareto_front_keeps_only_unbeaten_points() -> None:
