@@ -44,6 +44,7 @@ def held(result: PlaybookResult, host: str) -> dict[str, Any] | None:
 
 def start(host: str, recipe: Recipe, console: Console) -> PlaybookResult:
     """The recipe's engine as a held-back candidate, checked like any engine; the router never sends to it."""
+    render.require_pinned_remote_code(recipe)  # a tune space may add trust-remote-code to what deploy checked
     return _drive(host, "start", console, render.engine_vars(recipe))
 
 

@@ -24,6 +24,8 @@ RESERVED_FLAGS = {
     "port": "the host variable vllm_server_port",
     "api-key": "the generated API key (station sets VLLM_API_KEY)",
     "middleware": "station's key middleware (the API key on every route)",
+    "revision": "model.revision",
+    "hf-token": "the token file provisioning keeps on the host (host_tuning_hf_token), which the engine reads",
 }
 RESERVED_ENV = {"VLLM_API_KEY": "the generated API key"}
 # Recipes are recorded in provenance, run files and logs: no secrets in them.

@@ -59,6 +59,13 @@ def serve_argv(recipe: Recipe) -> list[str]:
 def require_pinned_remote_code(recipe: Recipe) -> None:
     """Refuse to run a hub model's own code unless it is pinned to a commit: it runs as root with every GPU."""
     trusted = recipe.engine.args.get("trust-remote-code") and recipe.model.source == "hub"
+    code_revision = recipe.engine.args.get("code-revision")
+    if trusted and code_revision is not None and not FULL_COMMIT.fullmatch(str(code_revision)):
+        raise StationError(
+            f"{recipe.name} sets trust-remote-code with code-revision {code_revision}, which is not a commit",
+            "give code-revision the model repository's full 40-character commit id, or leave it out "
+            "(the code of model.revision runs)",
+        )
     if trusted and not FULL_COMMIT.fullmatch(recipe.model.revision or ""):
         raise StationError(
             f"{recipe.name} sets trust-remote-code, which runs {recipe.model.id}'s own Python code, "

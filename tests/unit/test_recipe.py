@@ -67,6 +67,8 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
         ("engine.args", {"--max-num-seqs": 8}, "engine.args", "write it without dashes"),
         ("engine.args", {"port": 9000}, "engine.args", "--port is set by station"),
         ("engine.args", {"model": "x"}, "engine.args", "--model is set by station from model.id"),
+        ("engine.args", {"hf-token": "hf_x"}, "engine.args", "--hf-token is set by station from the token file"),
+        ("engine.args", {"revision": "main"}, "engine.args", "--revision is set by station from model.revision"),
         ("engine.env", {"VLLM_API_KEY": "x"}, "engine.env", "VLLM_API_KEY is set by station"),
         ("engine.env", {"lower": "x"}, "engine.env", "is not an environment variable name"),
         ("engine.env", {"FLAG": True}, "engine.env", "must be text or numbers"),

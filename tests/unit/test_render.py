@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 import yaml
+from rich.console import Console
 
-from station import paths, recipe, render
+from station import candidate, paths, recipe, render
 from station.errors import StationError
 
 
@@ -149,6 +150,20 @@ def test_remote_code_pinned_to_a_commit_runs_that_commits_code() -> None:
     render.require_pinned_remote_code(pinned)
     argv = render.serve_argv(pinned)
     assert argv[argv.index("--revision") + 1] == argv[argv.index("--code-revision") + 1] == COMMIT
+
+
+def test_a_code_revision_that_is_not_a_commit_is_refused() -> None:
+    with pytest.raises(StationError, match="code-revision main, which is not a commit"):
+        render.require_pinned_remote_code(hub_recipe(COMMIT, **{"code-revision": "main"}))
+    render.require_pinned_remote_code(hub_recipe(COMMIT, **{"code-revision": COMMIT}))
+
+
+def test_a_held_back_candidate_is_refused_remote_code_without_a_commit_before_anything_starts(monkeypatch) -> None:
+    started = []
+    monkeypatch.setattr(candidate, "_drive", lambda *args: started.append(args))
+    with pytest.raises(StationError, match="pins no commit"):
+        candidate.start("local", hub_recipe(None), Console())
+    assert not started
 
 
 def test_a_model_without_remote_code_needs_no_commit() -> None:
