@@ -184,7 +184,7 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
     )
     with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None
-        refused = base and gate.unusable_baseline(base, recipe.name)
+        refused = base and gate.unusable_baseline(base, recipe)
         if refused:
             raise StationError(f"not a usable baseline: {refused}", "pick a valid run of the same recipe and profile")
         run = actions.smoke_bench(host, recipe, console)
@@ -193,7 +193,11 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
         if run.problems:
             raise StationError("not a valid measurement: " + "; ".join(run.problems), "see bench.log beside it")
         if base:
-            regressed = gate.regressions(base, runs.summary(runs.read(run.run_id)), margins)
+            current = runs.summary(runs.read(run.run_id))
+            unlike = gate.unlike(base, current)
+            if unlike:
+                raise StationError(f"not comparable with {baseline}: {unlike}", "gate against a run on this GPU")
+            regressed = gate.regressions(base, current, margins)
             if regressed:
                 raise StationError(f"regression against {baseline}: " + "; ".join(regressed), "compare: invoke compare")
             console.print(f"[green]No regression[/] against {baseline} (margins {margins}).", highlight=False)
@@ -349,6 +353,9 @@ def price(
             fields = dict(cost.PUBLISHED_CLAIM)
         else:
             measured = runs.select([run])[0] if run else {}
+            refused = measured and runs.invalid(measured)
+            if refused:
+                raise StationError(f"{run} is no cost input: it was {refused}", "price a valid run, or --tokens-per-s")
             if power_kw is None and measured.get("avg_power_w"):
                 power_kw = measured["avg_power_w"] / 1000
             fields = {

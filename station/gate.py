@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from station import runs
+from station.recipe import Recipe
+
 
 @dataclass(frozen=True)
 class Margins:
@@ -36,12 +39,26 @@ def regressions(baseline: dict[str, Any], current: dict[str, Any], margins: Marg
     return found
 
 
-def unusable_baseline(baseline: dict[str, Any], recipe_name: str) -> str | None:
+def unusable_baseline(baseline: dict[str, Any], recipe: Recipe) -> str | None:
     """Why a stored run cannot be the baseline of a random-profile run of this recipe; None when it can."""
     if baseline["kind"] == "agentic":
         return f"{baseline['run_id']} replayed an agentic profile, not the recipe's random one"
-    if baseline["failed"]:
-        return f"{baseline['run_id']} had {baseline['failed']} failed request(s): it is not a valid measurement"
-    if baseline["recipe"] != recipe_name:
-        return f"{baseline['run_id']} measured recipe {baseline['recipe']}, not {recipe_name}"
+    if baseline["recipe"] != recipe.name:
+        return f"{baseline['run_id']} measured recipe {baseline['recipe']}, not {recipe.name}"
+    measured = baseline.get("profile")
+    if measured is not None and measured != recipe.bench.model_dump():
+        return f"{baseline['run_id']} measured another profile ({_profile(measured)}, not {_profile(recipe.bench)})"
+    reason = runs.invalid(baseline)
+    return f"{baseline['run_id']} was {reason}" if reason else None
+
+
+def unlike(baseline: dict[str, Any], current: dict[str, Any]) -> str | None:
+    """Why a finished run cannot be judged against the baseline: another GPU measures another thing."""
+    if baseline["gpu"] != current["gpu"]:
+        return f"{baseline['run_id']} ran on {baseline['gpu']}, this run on {current['gpu']}"
     return None
+
+
+def _profile(profile: Any) -> str:
+    shape = profile if isinstance(profile, dict) else profile.model_dump()
+    return f"{shape['input_len']} in / {shape['output_len']} out, {shape['concurrency']} concurrent"

@@ -38,20 +38,25 @@ def _power(entry: dict[str, Any]) -> str:
     return f"{entry['avg_power_w']:,.0f} W, {per_joule:.2f} tok/J" if per_joule else f"{entry['avg_power_w']:,.0f} W"
 
 
+def _validity(entry: dict[str, Any]) -> str:
+    reason = runs.invalid(entry)
+    return "yes" if reason is None else f"no: {reason}"
+
+
 def runs_markdown(entries: list[dict[str, Any]], charts: list[Path]) -> str:
     lines = [
         f"# station report, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"{len(entries)} run(s). Each links to its result.json (metrics, telemetry, full provenance).",
         "",
-        "| Run | Host | Recipe | GPU | vLLM | Output tok/s | TTFT p99 ms | TPOT p99 ms | Power | Failed |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| Run | Host | Recipe | GPU | vLLM | Output tok/s | TTFT p99 ms | TPOT p99 ms | Power | Failed | Valid |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         lines.append(
             f"| [{e['run_id']}](../../{e['run_id']}/result.json) | {e['host']} | {e['recipe']} | {e['gpu']} "
             f"| {e['vllm_version']} | {e['output_throughput']:,.0f} | {e['p99_ttft_ms']:,.0f} "
-            f"| {_cell(e['p99_tpot_ms'], '{:,.1f}')} | {_power(e)} | {e['failed']} |"
+            f"| {_cell(e['p99_tpot_ms'], '{:,.1f}')} | {_power(e)} | {e['failed']} | {_validity(e)} |"
         )
     lines += ["", *(f"![{chart.stem}]({chart.name})" for chart in charts)]
     return "\n".join(lines) + "\n"

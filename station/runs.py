@@ -64,9 +64,25 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
         "p99_ttft_ms": metrics["p99_ttft_ms"],
         "p99_tpot_ms": metrics.get("p99_tpot_ms"),  # none for agentic runs
         "failed": metrics["failed"],
+        # Why the run is not a valid measurement (failed or missing requests or tokens), and whether the client,
+        # not the engine, set the pace: such a run is indexed but never a baseline or a cost input.
+        "problems": record.get("problems", []),
+        "client_bound": bool(metrics.get("client_bound")),
+        "profile": record.get("profile"),
         "avg_power_w": power.get("avg_power_w"),
         "output_tokens_per_joule": power.get("output_tokens_per_joule"),
     }
+
+
+def invalid(entry: dict[str, Any]) -> str | None:
+    """Why an indexed run is no measurement of its profile (what it was); None when it is one."""
+    if entry.get("problems"):
+        return f"not a valid measurement: {'; '.join(entry['problems'])}"
+    if entry["failed"]:
+        return f"not a valid measurement: {entry['failed']} failed request(s)"
+    if entry.get("client_bound"):
+        return "paced by its client, which could not reach the profile's concurrency"
+    return None
 
 
 def rebuild_index() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from station.gate import Margins, regressions, unusable_baseline
+from station import recipe
+from station.gate import Margins, regressions, unlike, unusable_baseline
 
 BASE = {"output_throughput": 1000.0, "p99_ttft_ms": 2000.0}
 
@@ -29,20 +30,44 @@ def test_margins_are_configurable() -> None:
     assert len(regressions(BASE, current, Margins(throughput_drop_pct=1))) == 1
 
 
-BASELINE = {"run_id": "r1", "kind": "smoke-bench", "failed": 0, "recipe": "cpu-smoke"}
+SMOKE = recipe.load("cpu-smoke")
+BASELINE = {
+    "run_id": "r1",
+    "kind": "smoke-bench",
+    "failed": 0,
+    "recipe": "cpu-smoke",
+    "profile": SMOKE.bench.model_dump(),
+    "problems": [],
+    "client_bound": False,
+    "gpu": "1x NVIDIA H200",
+}
 
 
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
         ({"kind": "agentic"}, "r1 replayed an agentic profile"),
-        ({"failed": 3}, "r1 had 3 failed request(s)"),
+        ({"failed": 3}, "r1 was not a valid measurement: 3 failed request(s)"),
         ({"recipe": "cpu-ladder-step4"}, "r1 measured recipe cpu-ladder-step4, not cpu-smoke"),
+        ({"problems": ["60 of 64 completed"]}, "r1 was not a valid measurement: 60 of 64 completed"),
+        ({"client_bound": True}, "r1 was paced by its client"),
+        (
+            {"profile": SMOKE.bench.model_dump() | {"concurrency": 1}},
+            f"r1 measured another profile ({SMOKE.bench.input_len} in / {SMOKE.bench.output_len} out, 1 concurrent",
+        ),
     ],
 )
 def test_an_invalid_or_mismatched_baseline_is_refused_with_its_reason(change: dict, reason: str) -> None:
-    assert reason in unusable_baseline(BASELINE | change, "cpu-smoke")
+    assert reason in unusable_baseline(BASELINE | change, SMOKE)
 
 
 def test_a_valid_baseline_of_the_same_recipe_is_usable() -> None:
-    assert unusable_baseline(BASELINE, "cpu-smoke") is None
+    assert unusable_baseline(BASELINE, SMOKE) is None
+    assert unusable_baseline({k: v for k, v in BASELINE.items() if k not in ("profile", "problems")}, SMOKE) is None
+
+
+def test_a_run_on_another_gpu_is_not_judged_against_the_baseline() -> None:
+    assert unlike(BASELINE, BASELINE | {"run_id": "r2"}) is None
+    assert (
+        unlike(BASELINE, BASELINE | {"gpu": "1x NVIDIA B200"}) == "r1 ran on 1x NVIDIA H200, this run on 1x NVIDIA B200"
+    )

@@ -18,7 +18,7 @@ def results(tmp_path, monkeypatch):
     return tmp_path
 
 
-def store(run_id: str, throughput: float, power: float | None = None) -> dict:
+def store(run_id: str, throughput: float, power: float | None = None, problems: tuple[str, ...] = ()) -> dict:
     smoke = recipe.load("cpu-smoke")
     metrics = bench_result.parse(FIXTURES / "bench-result.json").model_dump() | {"output_throughput": throughput}
     gpu = {"present": True, "count": 1, "gpus": [{"name": "NVIDIA H200"}]} if power else {"present": False}
@@ -27,7 +27,7 @@ def store(run_id: str, throughput: float, power: float | None = None) -> dict:
         "kind": "smoke-bench",
         "context": {},
         "metrics": metrics,
-        "problems": [],
+        "problems": list(problems),
         "telemetry": {"present": bool(power), "avg_power_w": power, "output_tokens_per_joule": 2.5 if power else None},
         "provenance": provenance.record(smoke, "local", {"gpu": gpu, "engine": {"image_id": "sha256:abc"}}),
     }
@@ -62,6 +62,17 @@ def test_report_has_a_row_per_run_and_its_charts(results) -> None:
     for chart in ("throughput.png", "latency.png", "power.png"):
         assert (report.parent / chart).read_bytes()[:4] == b"\x89PNG"
         assert f"]({chart})" in text
+
+
+def test_the_index_and_the_report_say_which_runs_are_no_measurement(results) -> None:
+    store("20261129T100000Z-local-cpu-smoke", 1000, problems=("60 requests completed, 64 were sent",))
+    store("20261129T110000Z-local-cpu-smoke", 1100)
+    invalid, valid = runs.select(last=2)
+    assert runs.invalid(valid) is None
+    assert runs.invalid(invalid) == "not a valid measurement: 60 requests completed, 64 were sent"
+    text = run_report.write_report([invalid, valid]).read_text()
+    assert "| no: not a valid measurement: 60 requests completed, 64 were sent |" in text
+    assert text.count("| yes |") == 1
 
 
 def test_report_without_runs_says_so(results) -> None:
