@@ -86,11 +86,14 @@ class Prometheus:
     def selector(self) -> str:
         return f'host="{self.host}"'
 
-    def counted(self, metric: str, window: str) -> str:
-        """A counter's growth between the window's first and last samples: exact, where increase() extrapolates
-        to the window's edges (an engine restart inside the window undercounts)."""
-        series = f"{metric}{{{self.selector}}}[{window}]"
-        return f"sum(max_over_time({series}) - min_over_time({series}))"
+    def counted(self, metric: str, window: str, matcher: str = "") -> str:
+        """A counter's growth over the window, from its value when the window opened, or from 0 for a series born
+        inside it (vllm-router creates a route's counter with its first request, and increase() misses that series'
+        first samples); exact, where increase() extrapolates to the window's edges. A restart inside the window
+        undercounts."""
+        series = f"{metric}{{{self.selector}{f', {matcher}' if matcher else ''}}}"
+        latest = f"max_over_time({series}[{window}])"
+        return f"sum({latest} - (({series} offset {window}) + 0 or {latest} * 0))"
 
     def increase(self, metric: str, window: str, matcher: str = "") -> str:
         selector = self.selector + (f", {matcher}" if matcher else "")
@@ -122,8 +125,8 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
     selector = prometheus.selector
     running = f"sum(vllm:num_requests_running{{{selector}}})"
     in_flight = f"({running} + sum(vllm:num_requests_waiting{{{selector}}}))"
-    completions = prometheus.increase("vllm_router_requests_total", window, 'route=~"/v1/(chat/)?completions"')
-    chats = prometheus.increase("vllm_router_requests_total", window, 'route="/v1/chat/completions"')
+    completions = prometheus.counted("vllm_router_requests_total", window, 'route=~"/v1/(chat/)?completions"')
+    chats = prometheus.counted("vllm_router_requests_total", window, 'route="/v1/chat/completions"')
     return TrafficProfile(
         provenance=Provenance(
             host=prometheus.host,

@@ -129,6 +129,14 @@ def engine_host(first_deploy):
     return testinfra.get_host(f"docker://{ENGINE}")
 
 
+def promtool(*args: str, volumes: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """promtool from the deployed Prometheus' own image, without a network."""
+    image = json.loads(subprocess.check_output(["docker", "inspect", PROMETHEUS]))[0]["Config"]["Image"]
+    mounts = [arg for host, inside in (volumes or {}).items() for arg in ("-v", f"{host}:{inside}:ro")]
+    argv = ["docker", "run", "--rm", "--network", "none", *mounts, "--entrypoint", "promtool", image, *args]
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
 def prometheus_query(query: str) -> float:
     """Sum of an instant query's samples (0 when there are none)."""
     response = requests.get(f"{PROMETHEUS_URL}/api/v1/query", params={"query": query}, timeout=10)

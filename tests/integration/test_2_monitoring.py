@@ -19,7 +19,7 @@ import requests
 import yaml
 
 from station import dashboards, paths
-from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL
+from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL, promtool
 
 # Panels and rules with no data off-GPU: no MTP head on the tiny model, no DCGM exporter.
 OFF_GPU_PANELS = {
@@ -108,13 +108,6 @@ def test_the_benchmark_appears_as_a_run_marker(bench, bench_end) -> None:
     markers = query("max_over_time(station_benchmark_running[15m])", bench_end)
     runs = {sample["metric"]["run_id"]: float(sample["value"][1]) for sample in markers}
     assert runs.get(bench.record["run_id"]) == 1.0, runs
-
-
-def promtool(*args: str, volumes: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    image = json.loads(subprocess.check_output(["docker", "inspect", PROMETHEUS]))[0]["Config"]["Image"]
-    mounts = [arg for host, inside in (volumes or {}).items() for arg in ("-v", f"{host}:{inside}:ro")]
-    argv = ["docker", "run", "--rm", "--network", "none", *mounts, "--entrypoint", "promtool", image, *args]
-    return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
 def rules_dir() -> Path:

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import openai
 import pytest
+import yaml
 
 from station import actions, traffic
-from tests.integration.conftest import API_URL, Invocation, invoke, prometheus_query, succeeded, wait_for
+from tests.integration.conftest import API_URL, Invocation, invoke, prometheus_query, promtool, succeeded, wait_for
 
 SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 # vLLM 0.32's buckets for vllm:request_prompt_tokens and vllm:request_generation_tokens
@@ -91,3 +92,36 @@ def test_longer_answers_are_drift(captured, api_key, smoke) -> None:
     run = invoke("profile-drift", "--window", sent.window)
     assert run.returncode == 1, run.output
     assert "has drifted: generated tokens, mean" in run.output
+
+
+def test_a_counter_born_inside_the_window_is_counted_from_zero(first_deploy, tmp_path) -> None:
+    """The capture's counting expression under the pinned Prometheus' own engine (promtool), on two counters of
+    vllm-router: one from before the window (10 → 14), one it creates with its first requests inside it (3 → 5).
+    increase() reads 7 of those 9 requests."""
+    counting = traffic.Prometheus("promtool", "local", 0)
+    every, chats = (
+        counting.counted("vllm_router_requests_total", "40s", matcher)
+        for matcher in ('route=~"/v1/(chat/)?completions"', 'route="/v1/chat/completions"')
+    )
+    series = 'vllm_router_requests_total{{host="local", route="/v1/{}"}}'
+    test = {
+        "rule_files": [],
+        "evaluation_interval": f"{SCRAPE_S}s",
+        "tests": [
+            {
+                "interval": f"{SCRAPE_S}s",
+                "input_series": [
+                    {"series": series.format("completions"), "values": "_x12 3 5 5 5"},
+                    {"series": series.format("chat/completions"), "values": "10x12 12 14 14 14"},
+                ],
+                "promql_expr_test": [
+                    {"expr": every, "eval_time": "80s", "exp_samples": [{"labels": "{}", "value": 9}]},
+                    {"expr": chats, "eval_time": "80s", "exp_samples": [{"labels": "{}", "value": 4}]},
+                ],
+            }
+        ],
+    }
+    (tmp_path / "counted.test.yml").write_text(yaml.safe_dump(test))
+    tmp_path.chmod(0o755)  # promtool runs as nobody
+    checked = promtool("test", "rules", "/tests/counted.test.yml", volumes={str(tmp_path): "/tests"})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
