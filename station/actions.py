@@ -158,6 +158,9 @@ def _prove_candidate(
             "was not touched and is serving.",
             refused.hint,
         ) from refused
+    except BaseException:  # a gate that broke, or an interrupt: the candidate never stays behind
+        candidate.remove(host, console)
+        raise
     return candidate.takeover(host, recipe, console).changed_tasks
 
 

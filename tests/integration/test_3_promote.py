@@ -132,6 +132,36 @@ def test_a_candidate_whose_answers_drift_is_refused_and_changes_nothing(
     assert reply.usage.completion_tokens == 4
 
 
+def test_a_candidate_that_fails_the_canary_is_refused_and_changes_nothing(promotion, docker_client, tmp_path) -> None:
+    """One sequence at a time cannot serve eight agents within a one-second request timeout: the canary replay has
+    failed requests, and the candidate is removed before the router sees it."""
+    impatient = tmp_path / "impatient.yml"
+    impatient.write_text(
+        yaml.safe_dump(
+            {
+                "name": "impatient",
+                "kind": "agentic",
+                "description": "8 sessions that wait at most 1 s for each answer",
+                "sessions": 8,
+                "turns": 2,
+                "shared_prefix_tokens": 512,
+                "turn_input_tokens": 64,
+                "output_tokens": 32,
+                "timeout_s": 1,
+            }
+        )
+    )
+    live, workers = docker_client.containers.get(ENGINE), router_workers()
+    one_at_a_time = variant(tmp_path, "cpu-smoke-one-seq", **{"max-num-seqs": 1})
+    run = invoke("promote", "--recipe", one_at_a_time, "--canary", str(impatient), "--no-accuracy-gate")
+    print(f"\nthe candidate that failed the canary was refused after {run.seconds:.0f} s")
+    assert run.returncode == 1, run.output
+    assert "the canary replay of impatient on the candidate failed" in run.output
+    assert "The candidate was removed; the live engine (recipe cpu-smoke-variant) was not touched" in run.output
+    assert docker_client.containers.get(ENGINE).id == live.id and router_workers() == workers
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+
+
 def test_promote_refuses_what_the_host_already_runs(promotion) -> None:
     run = invoke("promote", "--recipe", promotion.recipe_path)
     assert run.returncode == 1 and "already runs cpu-smoke-variant" in run.output and "nothing to promote" in run.output
