@@ -77,7 +77,9 @@ def test_the_capture_reproduces_the_lengths_within_a_histogram_bucket(captured) 
 
 def test_the_capture_becomes_the_reference_the_drift_alert_reads(captured) -> None:
     sent, _, _ = captured
-    query = 'station_traffic_reference{quantity="prompt_tokens_mean"}'
+    # This capture's gauge: until Prometheus scrapes the new file, it still has the host's previous reference.
+    written = traffic.latest(actions.TRAFFIC_PROFILES, "local").name
+    query = f'station_traffic_reference{{quantity="prompt_tokens_mean", profile="{written}"}}'
     assert wait_for(lambda: prometheus_query(query), 30, "the reference gauge") == pytest.approx(sent.prompt_tokens)
 
 
