@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,9 @@ def engine_requests(api_key: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def cline_run(first_deploy, api_key, cline_bin, tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], float]:
+def cline_run(
+    first_deploy, api_key, cline_bin, tmp_path_factory
+) -> Iterator[tuple[subprocess.CompletedProcess[str], float]]:
     """The README's Cline lines, run in an empty folder with their own HOME; the engine's requests before and after."""
     work = tmp_path_factory.mktemp("cline-work")
     (work / ".station").symlink_to(paths.STATE)  # the lines read the key from the checkout's .station/
@@ -64,7 +67,8 @@ def cline_run(first_deploy, api_key, cline_bin, tmp_path_factory) -> tuple[subpr
     before = engine_requests(api_key)
     script = "set -e\n" + "\n".join(readme_cline_lines()) + "\n"
     done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    return done, engine_requests(api_key) - before
+    yield done, engine_requests(api_key) - before
+    subprocess.run(["pkill", "-f", f"cline-hub-daemon --cwd {work}"], check=False)  # the CLI leaves it running
 
 
 def events(output: str) -> list[dict]:
