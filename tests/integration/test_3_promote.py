@@ -133,8 +133,9 @@ def test_a_candidate_whose_answers_drift_is_refused_and_changes_nothing(
 
 
 def test_a_candidate_that_fails_the_canary_is_refused_and_changes_nothing(promotion, docker_client, tmp_path) -> None:
-    """One sequence at a time cannot serve eight agents within a one-second request timeout: the canary replay has
-    failed requests, and the candidate is removed before the router sees it."""
+    """One sequence at a time cannot serve eight agents within a one-second request timeout: answers of 256 tokens
+    take about 0.3 s each on the tiny model (its TPOT is about 1 ms), so the third in the queue is already late.
+    The canary replay has failed requests, and the candidate is removed before the router sees it."""
     impatient = tmp_path / "impatient.yml"
     impatient.write_text(
         yaml.safe_dump(
@@ -146,7 +147,7 @@ def test_a_candidate_that_fails_the_canary_is_refused_and_changes_nothing(promot
                 "turns": 2,
                 "shared_prefix_tokens": 512,
                 "turn_input_tokens": 64,
-                "output_tokens": 32,
+                "output_tokens": 256,
                 "timeout_s": 1,
             }
         )
