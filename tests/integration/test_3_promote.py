@@ -34,6 +34,13 @@ def variant(tmp_path, name: str = "cpu-smoke-variant", **args) -> str:
     return str(path)
 
 
+def assert_untouched(run: Invocation, docker_client, live_id: str, workers: list[str]) -> None:
+    """A refused candidate was removed; the live engine's container and the router's workers are as they were."""
+    assert "The candidate was removed; the live engine (recipe cpu-smoke-variant) was not touched" in run.output
+    assert docker_client.containers.get(ENGINE).id == live_id and router_workers() == workers
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+
+
 @dataclass(frozen=True)
 class Promotion:
     recipe_path: str
@@ -122,9 +129,7 @@ def test_a_candidate_whose_answers_drift_is_refused_and_changes_nothing(
     print(f"\nthe drifting candidate was refused after {run.seconds:.0f} s")
     assert run.returncode == 1, run.output
     assert "the candidate's answers drift from the live engine's: exact-match rate" in run.output
-    assert "The candidate was removed; the live engine (recipe cpu-smoke-variant) was not touched" in run.output
-    assert docker_client.containers.get(ENGINE).id == live.id and router_workers() == workers
-    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+    assert_untouched(run, docker_client, live.id, workers)
     client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
     reply = client.chat.completions.create(
         model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=4
@@ -158,9 +163,7 @@ def test_a_candidate_that_fails_the_canary_is_refused_and_changes_nothing(promot
     print(f"\nthe candidate that failed the canary was refused after {run.seconds:.0f} s")
     assert run.returncode == 1, run.output
     assert "the canary replay of impatient on the candidate failed" in run.output
-    assert "The candidate was removed; the live engine (recipe cpu-smoke-variant) was not touched" in run.output
-    assert docker_client.containers.get(ENGINE).id == live.id and router_workers() == workers
-    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+    assert_untouched(run, docker_client, live.id, workers)
 
 
 def test_promote_refuses_what_the_host_already_runs(promotion) -> None:
