@@ -25,6 +25,7 @@ RESERVED_FLAGS = {
     "api-key": "the generated API key (station sets VLLM_API_KEY)",
     "middleware": "station's key middleware (the API key on every route)",
     "revision": "model.revision",
+    "shutdown-timeout": "the host variable vllm_server_drain_timeout_s (a stopping engine finishes its requests)",
     "hf-token": "the token file provisioning keeps on the host (host_tuning_hf_token), which the engine reads",
 }
 RESERVED_ENV = {"VLLM_API_KEY": "the generated API key"}

@@ -151,6 +151,16 @@ def test_prometheus_labels_are_quoted_and_escaped() -> None:
     assert labels == '{quantity="prompt_tokens_mean",profile="a\\"b\\\\c"}'
 
 
+def test_station_arguments_are_appended_to_every_checked_argument_list() -> None:
+    checks = [{"label": "step 1", "argv": ["--model", "m"]}, {"label": "step 2", "argv": []}]
+    extended = _filters().extend_argv(checks, ["--shutdown-timeout", 300])
+    assert extended == [
+        {"label": "step 1", "argv": ["--model", "m", "--shutdown-timeout", "300"]},
+        {"label": "step 2", "argv": ["--shutdown-timeout", "300"]},
+    ]
+    assert checks[0]["argv"] == ["--model", "m"]  # the caller's lists are not changed
+
+
 def test_absent_container_summary() -> None:
     assert _filters().container_summary({"item": "station-bench", "container": None})["status"] == "absent"
 

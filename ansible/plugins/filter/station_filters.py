@@ -62,6 +62,11 @@ def json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def extend_argv(checks: list[dict[str, Any]], extra: list[Any]) -> list[dict[str, Any]]:
+    """Argument-list checks ({label, argv}) with the arguments station adds to every engine appended."""
+    return [check | {"argv": [*check["argv"], *(str(arg) for arg in extra)]} for check in checks]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -70,4 +75,5 @@ class FilterModule:
             "station_target_summary": target_summary,
             "station_prometheus_labels": prometheus_labels,
             "station_json_object": json_object,
+            "station_extend_argv": extend_argv,
         }
