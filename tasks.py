@@ -100,14 +100,16 @@ def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
         "host": HOST_HELP,
         "recipe": RECIPE_HELP,
         "agent_check": "Try what coding agents send after the health check (default on; --no-agent-check skips it)",
+        "in_place": "Replace the engine in its own container, the router holding new requests meanwhile, rather than "
+        "proving the new configuration beside it first (the default where two engines do not fit: GPU engines)",
     }
 )
-def deploy(c, host=None, recipe=None, agent_check=True):
+def deploy(c, host=None, recipe=None, agent_check=True, in_place=False):
     """Deploy the recipe's engine and monitoring on a host, then check agents can use it; a rerun changes nothing."""
     host, recipe = host_and_recipe(c, host, recipe)
     with on_host(host, "deploy"):
         gate = functools.partial(require_agent_capabilities, host) if agent_check else None
-        done = actions.deploy(host, recipes.load(recipe), console, agent_gate=gate)
+        done = actions.deploy(host, recipes.load(recipe), console, agent_gate=gate, in_place=in_place)
         console.print(report.deployment(done))
 
 

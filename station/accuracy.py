@@ -171,7 +171,7 @@ def run(
     for position, step in enumerate(steps):
         recipe = ladder.recipe(step)
         console.rule(f"Probe {position + 1} of 2: step {step} ({ladder.steps[step].change})")
-        deployment = actions.deploy(host, recipe, console, measuring=True)
+        deployment = actions.deploy(host, recipe, console, in_place=True)
         out = folder / f"probe{position + 1}-step{step}"
         out.mkdir(parents=True)
         answers.append(probe(host, recipe, out, console))

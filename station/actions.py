@@ -77,7 +77,9 @@ class Deployment:
     agent_checks: list[agent_check.Check]
     seconds: float
     took_over: bool = False  # a candidate proved itself beside the live engine and took its traffic
-    in_place_window_s: float | None = None  # a live engine replaced in place: seconds the host had none serving
+    # A live engine replaced in place: seconds the router held requests (at most hold_s each) while none served
+    in_place_window_s: float | None = None
+    hold_s: int | None = None
 
 
 AgentGate = Callable[[list[agent_check.Check]], None]
@@ -90,7 +92,7 @@ def deploy(
     recipe: Recipe,
     console: Console,
     agent_gate: AgentGate | None = None,
-    measuring: bool = False,
+    in_place: bool = False,
     gates: Sequence[CandidateGate] = (),
     require_beside: bool = False,
 ) -> Deployment:
@@ -100,11 +102,13 @@ def deploy(
     coding agents send (it raises to refuse): a new configuration that starts beside the live engine is
     judged there before it takes any traffic, after its health check and before `gates` (invoke promote's
     canary and accuracy gate), and the endpoint is judged again through the router. Without a gate nothing
-    is tried. `measuring` is for runs that own the engine to measure one configuration after another
-    (ladder, accuracy): the engine is replaced in place (the last healthy one restored on failure) rather
-    than proven beside the live one, which would start every configuration twice and whose figures live
-    traffic would skew anyway. `require_beside` refuses, before anything changes, a new configuration that
-    cannot start beside the live engine (invoke promote: its gates need the live engine serving).
+    is tried. `in_place` replaces the engine in its own container (a drain-and-swap: the router holds new
+    requests while the old engine finishes its own and the new one starts; the last healthy one is restored
+    on failure) rather than proving it beside the live one: for hosts without room for two engines (GPU
+    engines get it by default), and for runs that own the engine to measure one configuration after another
+    (ladder, accuracy), where proving each beside would start it twice. `require_beside` refuses, before
+    anything changes, a new configuration that cannot start beside the live engine (invoke promote: its
+    gates need the live engine serving).
     """
     started = time.monotonic()
     host_vars = inventory.host_vars(host)
@@ -112,7 +116,7 @@ def deploy(
     delivery = prepare_images(host, recipe, console)
     on_candidate = [functools.partial(_agents_on_candidate, agent_gate=agent_gate)] if agent_gate else []
     on_candidate += gates
-    switch = {"vllm_server_switch": "in_place"} if measuring else {}
+    switch = {"vllm_server_switch": "in_place"} if in_place else {}
     hold = {"vllm_server_candidate_hold": bool(on_candidate), "vllm_server_require_beside": require_beside}
     result = playbook.run("deploy", host, render.engine_vars(recipe) | delivery | switch | hold, console)
     changed = list(result.changed_tasks)
@@ -136,6 +140,7 @@ def deploy(
         seconds=time.monotonic() - started,
         took_over=bool(waiting),
         in_place_window_s=result.handed_by(host, "vllm_server_in_place_window_s"),
+        hold_s=host_vars.get("vllm_router_hold_s"),
     )
 
 

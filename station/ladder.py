@@ -133,9 +133,9 @@ def run(host: str, ladder: Ladder, steps: list[int], fresh: bool, console: Conso
 def measure_step(host: str, ladder: Ladder, index: int, ladder_id: str, console: Console) -> StepRow:
     started = time.monotonic()
     recipe = ladder.recipe(index)
-    deployed = actions.deploy(host, recipe, console, measuring=True)
+    deployed = actions.deploy(host, recipe, console, in_place=True)
     if deployed.in_place_window_s is not None:
-        console.print(f"  replaced the engine in place: no engine served for {deployed.in_place_window_s:.0f} s")
+        console.print(f"  replaced in place: the router held requests for {deployed.in_place_window_s:.0f} s")
     bench = actions.smoke_bench(host, recipe, console, {"ladder_id": ladder_id, "step": index})
     if bench.problems:
         raise StationError(

@@ -34,8 +34,9 @@ def deployment(done: Deployment) -> Table:
     if done.in_place_window_s is not None:
         table.add_row(
             "Switch",
-            f"replaced in place: no engine served for up to {done.in_place_window_s:.0f} s "
-            "(two engines do not fit here; invoke promote refuses such a host)",
+            f"replaced in place (drain and swap): the router held new requests for up to "
+            f"{done.in_place_window_s:.0f} s while the engine finished its own and the new one started "
+            f"(it holds each at most {done.hold_s} s, vllm_router_hold_s)",
         )
     table.add_row("Took", f"{done.seconds:.0f} s")
     return table

@@ -204,14 +204,17 @@ class StreamingClients:
     model: str
     threads: int = 2
     pause_s: float = 0.5
+    timeout_s: float = 120
     served: int = 0
+    longest_s: float = 0.0  # the longest a served chat took (one held at the router waits out an engine swap)
     failures: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _chat_until_stopped(self) -> None:
-        client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=self.api_key, max_retries=0, timeout=120)
+        client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=self.api_key, max_retries=0, timeout=self.timeout_s)
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 stream = client.chat.completions.create(
                     model=self.model,
@@ -225,6 +228,7 @@ class StreamingClients:
                     raise AssertionError(f"finish reason {finish}")
                 with self._lock:
                     self.served += 1
+                    self.longest_s = max(self.longest_s, time.monotonic() - started)
                 self._stop.wait(self.pause_s)
             except Exception as error:  # every failure a client would see is the measurement
                 with self._lock:
@@ -239,4 +243,4 @@ class StreamingClients:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         for worker in self._workers:
-            worker.join(timeout=180)
+            worker.join(timeout=self.timeout_s + 60)

@@ -64,7 +64,8 @@ def promotion(first_deploy, docker_client, api_key, smoke, tmp_path_factory) -> 
     print(f"\nduring the promotion: {clients.served} chats served, {len(clients.failures)} failed, {run.seconds:.0f} s")
     print("\n".join(sorted(set(clients.failures))[:5]))
     yield outcome
-    succeeded(invoke("deploy", "--no-agent-check"))
+    if docker_client.containers.get(ENGINE).labels["io.station.config"] != render.config_hash(smoke):
+        succeeded(invoke("deploy", "--no-agent-check"))  # the in-place test below did not put cpu-smoke back
 
 
 def test_a_new_configuration_takes_over_with_no_failed_request(promotion) -> None:
@@ -169,3 +170,27 @@ def test_a_candidate_that_fails_the_canary_is_refused_and_changes_nothing(promot
 def test_promote_refuses_what_the_host_already_runs(promotion) -> None:
     run = invoke("promote", "--recipe", promotion.recipe_path)
     assert run.returncode == 1 and "already runs cpu-smoke-variant" in run.output and "nothing to promote" in run.output
+
+
+def test_an_engine_replaced_in_place_is_drained_and_swapped_with_no_failed_request(
+    promotion, docker_client, api_key, smoke
+) -> None:
+    """`deploy --in-place` (what a GPU the model fills gets): the engine finishes its requests and stops, the router
+    holds new ones while cpu-smoke starts in the same container, and no client sees a failure. Last here: it puts
+    cpu-smoke back for the modules after this one."""
+    live = docker_client.containers.get(ENGINE)
+    with StreamingClients(api_key, smoke.model.served_name, timeout_s=300) as clients:
+        run = invoke("deploy", "--in-place", "--no-agent-check")
+    print(
+        f"\nduring the swap in place: {clients.served} chats served, {len(clients.failures)} failed, "
+        f"the longest took {clients.longest_s:.1f} s; the deploy took {run.seconds:.0f} s"
+    )
+    print("\n".join(sorted(set(clients.failures))[:5]))
+    succeeded(run)
+    assert clients.failures == []
+    assert clients.longest_s > 5  # a chat took far longer than the 0.1 s they take: held across the swap, then served
+    assert "replaced in place (drain and swap): the router held new requests for up to" in run.output
+    after = docker_client.containers.get(ENGINE)
+    assert after.id != live.id and after.labels["io.station.config"] == render.config_hash(smoke)
+    assert router_workers() == [f"http://{ENGINE}:8000"]
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
