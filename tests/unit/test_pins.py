@@ -1,4 +1,5 @@
-"""Every external image the product references is in the pin ledger (docs/pins.yml), pinned and arm64-ready."""
+"""Every external image, package, wheel and commit the product references is in the pin ledger (docs/pins.yml),
+with its evidence; images pinned by digest, and everything ready for arm64."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from station import paths, recipe
 
 LEDGER = yaml.safe_load((paths.ROOT / "docs" / "pins.yml").read_text())
 PINNED = {entry["ref"]: entry for entry in LEDGER["images"]}
+PACKAGES = {entry["ref"]: entry for entry in LEDGER["packages"]}
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
@@ -55,7 +57,45 @@ def test_every_referenced_image_is_pinned_by_digest_and_runs_on_arm64(image: str
     assert "arm64" in PINNED[image]["arches"]
 
 
-@pytest.mark.parametrize("entry", LEDGER["images"], ids=lambda entry: entry["ref"].split("@")[0])
+def role_default(role: str, name: str) -> str:
+    return str(yaml.safe_load((paths.ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text())[name])
+
+
+def dockerfile_arg(folder: str, name: str) -> str:
+    (value,) = re.findall(rf"^ARG {name}=(\S+)$", (paths.DOCKER / folder / "Dockerfile").read_text(), re.MULTILINE)
+    return value
+
+
+def referenced_packages() -> list[str]:
+    """What the GPU path installs or builds from, spelled as the ledger's refs."""
+    keyring = role_default("nvidia_driver", "nvidia_driver_cuda_keyring_url").rsplit("/", 1)[1]
+    commits = {
+        r.engine.build_args["VLLM_COMMIT"]
+        for name in recipe.available()
+        for _, r in recipe.load_labelled(name)
+        if "VLLM_COMMIT" in r.engine.build_args
+    }
+    return [
+        f"nvidia-container-toolkit={role_default('nvidia_container_toolkit', 'nvidia_container_toolkit_version')}",
+        f"nvidia-driver-{role_default('nvidia_driver', 'nvidia_driver_branch')}",
+        f"nvidia-driver>={role_default('nvidia_driver', 'nvidia_driver_min_version')}",
+        keyring,
+        f"vllm-router=={dockerfile_arg('vllm-router', 'VLLM_ROUTER_VERSION')}",
+        *(f"vllm@{commit}" for commit in sorted(commits)),
+    ]
+
+
+def test_the_package_scan_finds_the_gpu_engine_commit() -> None:
+    assert any(ref.startswith("vllm@") for ref in referenced_packages())
+
+
+@pytest.mark.parametrize("ref", referenced_packages())
+def test_every_referenced_package_is_in_the_ledger_for_both_architectures(ref: str) -> None:
+    assert ref in PACKAGES, f"{ref} has no entry under packages: in docs/pins.yml: look up its evidence and add it"
+    assert {"amd64", "arm64"} <= set(PACKAGES[ref]["arches"])
+
+
+@pytest.mark.parametrize("entry", LEDGER["images"] + LEDGER["packages"], ids=lambda entry: entry["ref"].split("@")[0])
 def test_every_ledger_entry_has_evidence_and_a_date(entry: dict) -> None:
     assert entry["evidence"] and all(len(line) > 40 for line in entry["evidence"])
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(entry["checked"]))
