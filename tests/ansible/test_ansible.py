@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import subprocess
 from pathlib import Path
@@ -104,6 +105,44 @@ def test_an_unreachable_host_is_one_clear_line(tmp_path, monkeypatch) -> None:
         playbook.run_file(FIXTURES / "playbooks" / "events.yml", "gone", {}, Console(record=True))
     assert error.value.problem.startswith("gone is unreachable: ")
     assert "ansible/inventory/hosts.yml" in error.value.hint
+
+
+def fake_toolkit_cli_standing_in_for_a_gpu_host(folder: Path, version: str) -> Path:
+    """An `nvidia-ctk` that only reports a version, as the toolkit's CLI does (no GPU host here)."""
+    cli = folder / "nvidia-ctk"
+    cli.write_text(f"#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version {version}'\necho 'commit: 0000000'\n")
+    cli.chmod(0o755)
+    return cli
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"), [("1.17.3", True), ("1.19.0", True), ("1.19.1", False), ("1.20.1", False)]
+)
+def test_an_installed_container_toolkit_with_a_published_escape_is_refused(tmp_path, monkeypatch, version, refused):
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    cli = fake_toolkit_cli_standing_in_for_a_gpu_host(tmp_path, version)
+    run = functools.partial(
+        playbook.run_file,
+        FIXTURES / "playbooks" / "toolkit_preflight.yml",
+        "local",
+        {"_nvidia_container_toolkit_ctk": str(cli)},
+        Console(record=True),
+    )
+    if not refused:
+        run()
+        return
+    with pytest.raises(StationError) as error:
+        run()
+    assert f"The NVIDIA container toolkit on local is {version}, older than 1.19.1" in error.value.problem
+    assert "CVE-2026-24260" in error.value.problem and "Nothing was changed on local" in error.value.problem
+
+
+def test_a_host_without_a_container_toolkit_passes_its_preflight(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    absent = {"_nvidia_container_toolkit_ctk": str(tmp_path / "nvidia-ctk")}
+    playbook.run_file(FIXTURES / "playbooks" / "toolkit_preflight.yml", "local", absent, Console(record=True))
 
 
 def _filters():
