@@ -31,6 +31,7 @@ class Panel:
     unit: str = "short"
     description: str = ""
     width: int = 12
+    no_value: str = ""  # what an empty panel says instead of "No data", for series exported only once something happens
 
 
 def quantiles(metric: str) -> tuple[tuple[str, str], ...]:
@@ -131,6 +132,10 @@ SERVING = [
     ),
 ]
 
+# dcgm-exporter 4.5.3-4.8.2 exports the XID and clock-event-reason series only once an event occurs
+# (NVIDIA/dcgm-exporter issues 700 and 646): an empty panel there means none yet, not a broken exporter.
+EVENT_ONLY = "none reported yet"
+
 GPU = [
     Panel("GPU utilisation", (dcgm("DCGM_FI_DEV_GPU_UTIL"),), "percent"),
     Panel(
@@ -156,8 +161,15 @@ GPU = [
         (dcgm("DCGM_FI_DEV_CLOCKS_EVENT_REASONS"),),
         "short",
         "Bitmask: 0x4 power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 power brake.",
+        no_value=EVENT_ONLY,
     ),
-    Panel("XID errors", (dcgm("DCGM_FI_DEV_XID_ERRORS"),), "short", "Last XID error code per GPU; 0 is none."),
+    Panel(
+        "XID errors",
+        (dcgm("DCGM_FI_DEV_XID_ERRORS"),),
+        "short",
+        "Last XID error code per GPU; 0 is none.",
+        no_value=EVENT_ONLY,
+    ),
 ]
 
 EFFICIENCY = [
@@ -187,6 +199,10 @@ EFFICIENCY = [
 ]
 
 
+def no_value(panel: Panel) -> dict[str, str]:
+    return {"noValue": panel.no_value} if panel.no_value else {}
+
+
 def panels_json(panels: list[Panel]) -> list[dict[str, Any]]:
     ids = count(1)
     rendered, x, y = [], 0, 0
@@ -201,7 +217,7 @@ def panels_json(panels: list[Panel]) -> list[dict[str, Any]]:
                 "description": panel.description,
                 "datasource": DATASOURCE,
                 "gridPos": {"h": 8, "w": panel.width, "x": x, "y": y},
-                "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
+                "fieldConfig": {"defaults": {"unit": panel.unit} | no_value(panel), "overrides": []},
                 "options": {"legend": {"displayMode": "list", "placement": "bottom"}},
                 "targets": [
                     {"refId": chr(ord("A") + i), "datasource": DATASOURCE, "expr": expr, "legendFormat": legend}

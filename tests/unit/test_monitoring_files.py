@@ -76,6 +76,14 @@ def test_every_dcgm_field_used_is_in_the_pinned_counters_file() -> None:
     assert used <= declared, f"not in {counters.name}: {sorted(used - declared)}"
 
 
+def test_panels_of_series_exported_only_after_an_event_say_none_yet_when_empty() -> None:
+    """dcgm-exporter 4.5.3-4.8.2 exports no XID or clock-event series before an event (its issues 700 and 646)."""
+    panels = {panel["title"]: panel for panel in dashboard_files()["gpu.json"]["panels"]}
+    for title in ("XID errors", "Throttling (clock event reasons)"):
+        assert panels[title]["fieldConfig"]["defaults"]["noValue"] == "none reported yet", title
+    assert "noValue" not in panels["GPU utilisation"]["fieldConfig"]["defaults"]  # exported always: empty is wrong
+
+
 def test_the_counters_file_adds_the_profiling_counters_the_default_leaves_out() -> None:
     text = (MONITORING / "dcgm" / "counters.csv").read_text()
     for field in ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_DEV_XID_ERRORS"):
