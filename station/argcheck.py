@@ -22,7 +22,7 @@ SCRIPT = paths.ANSIBLE / "roles" / "vllm_server" / "files" / "check_vllm_args.py
 
 MAX_ARGUMENT_BYTES = 100_000
 # vLLM release (major.minor) → a locally buildable image holding its parser.
-PARSER_IMAGES = {"0.32": ("station/vllm-cpu:0.32.0", "vllm-cpu")}
+PARSER_IMAGES = {"0.32": ("station.invalid/vllm-cpu:0.32.0", "vllm-cpu")}
 
 
 @dataclass(frozen=True)

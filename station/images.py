@@ -22,8 +22,9 @@ from rich.console import Console
 
 from station import paths, wheelhouse
 from station.errors import StationError
+from station.recipe import LOCAL_IMAGES
 
-BASE_IMAGE = "station/base:bookworm"
+BASE_IMAGE = f"{LOCAL_IMAGES}base:bookworm"
 DEBIAN_SUITE = "bookworm"
 
 

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from station import paths
 from station.errors import StationError
 
+# Images station builds are named here: a name with no registry host would resolve to a Docker Hub account.
+LOCAL_IMAGES = "station.invalid/"
+
 # Flags station sets itself from other recipe fields or host variables.
 RESERVED_FLAGS = {
     "model": "model.id",
@@ -121,6 +124,11 @@ class Engine(_Strict):
             raise ValueError(f"image {self.image!r} is pulled from a registry: pin it by digest (name:tag@sha256:...)")
         if self.build is not None and not (paths.DOCKER / self.build / "Dockerfile").is_file():
             raise ValueError(f"build: docker/{self.build}/Dockerfile does not exist")
+        if self.build is not None and not self.image.startswith(LOCAL_IMAGES):
+            raise ValueError(
+                f"image {self.image!r} is built by station (build: {self.build}): name it {LOCAL_IMAGES}<name>:<tag>, "
+                "a name no registry can hold (.invalid never resolves), so a host missing it is never served another"
+            )
         return self
 
 

@@ -20,7 +20,7 @@ from rich.console import Console
 from station import images, paths
 from station.errors import StationError
 
-IMAGE = "station/sim-host:bookworm"
+IMAGE = "station.invalid/sim-host:bookworm"
 CONTAINER = "station-sim"
 DOCKER_VOLUME = "station-sim-docker"
 SSH_PORT = 2222

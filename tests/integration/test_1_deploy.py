@@ -165,7 +165,7 @@ def test_prometheus_scrapes_the_engine(first_deploy) -> None:
 
 
 def test_prometheus_runs_the_pinned_locally_built_image(docker_client, first_deploy) -> None:
-    assert docker_client.api.inspect_container(PROMETHEUS)["Config"]["Image"] == "station/prometheus:2.42.0"
+    assert docker_client.api.inspect_container(PROMETHEUS)["Config"]["Image"] == "station.invalid/prometheus:2.42.0"
 
 
 def test_prometheus_keeps_samples_bounded_by_time_and_by_size(docker_client, first_deploy) -> None:

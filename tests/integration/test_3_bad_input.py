@@ -29,10 +29,10 @@ def test_unknown_recipe_lists_the_available_ones() -> None:
 
 
 def test_malformed_recipe_names_the_field(tmp_path, cpu_smoke_data) -> None:
-    cpu_smoke_data["engine"]["image"] = "station/vllm-cpu:latest"
+    cpu_smoke_data["engine"]["image"] = "station.invalid/vllm-cpu:latest"
     path = tmp_path / "bad.yml"
     path.write_text(yaml.safe_dump(cpu_smoke_data))
-    _failed(invoke("deploy", "--recipe", str(path)), "engine.image: 'station/vllm-cpu:latest' uses 'latest'")
+    _failed(invoke("deploy", "--recipe", str(path)), "engine.image: 'station.invalid/vllm-cpu:latest' uses 'latest'")
 
 
 def test_unknown_host_lists_the_inventory() -> None:

@@ -24,18 +24,18 @@ def role_default_images() -> list[str]:
         for name, value in (yaml.safe_load(path.read_text()) or {}).items():
             if name.endswith("_image") and isinstance(value, str) and "/" in value and "{{" not in value:
                 found.append(value)
-    return [image for image in found if not image.startswith("station/")]
+    return [image for image in found if not image.startswith("station.invalid/")]
 
 
 def dockerfile_images() -> list[str]:
     args = re.compile(r"^ARG \w+_IMAGE=(\S+)$", re.MULTILINE)
     found = [m for path in paths.DOCKER.glob("*/Dockerfile") for m in args.findall(path.read_text())]
-    return [image for image in found if not image.startswith("station/")]
+    return [image for image in found if not image.startswith("station.invalid/")]
 
 
 def recipe_images() -> list[str]:
     found = [r.engine.image for name in recipe.available() for _, r in recipe.load_labelled(name)]
-    return [image for image in found if not image.startswith("station/")]
+    return [image for image in found if not image.startswith("station.invalid/")]
 
 
 REFERENCED = sorted(set(role_default_images() + dockerfile_images() + recipe_images()))

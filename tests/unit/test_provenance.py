@@ -21,7 +21,7 @@ def test_record_joins_recipe_controller_and_host_facts() -> None:
     smoke = recipe.load("cpu-smoke")
     facts = {"host": {"name": "local", "arch": "x86_64"}, "engine": {"image_id": "sha256:abc"}}
     record = provenance.record(smoke, "local", facts)
-    assert record["recipe"]["engine"]["image"] == "station/vllm-cpu:0.32.0"
+    assert record["recipe"]["engine"]["image"] == "station.invalid/vllm-cpu:0.32.0"
     assert record["host"] == facts["host"] and record["engine"] == facts["engine"]
     assert record["inventory_host"] == "local"
     assert record["controller"]["ansible_core"].startswith("2.")

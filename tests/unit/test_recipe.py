@@ -59,11 +59,12 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "where", "message"),
     [
-        ("engine.image", "station/vllm-cpu:latest", "engine.image", "uses 'latest'"),
-        ("engine.image", "station/vllm-cpu", "engine.image", "has no tag or digest"),
+        ("engine.image", "station.invalid/vllm-cpu:latest", "engine.image", "uses 'latest'"),
+        ("engine.image", "station.invalid/vllm-cpu", "engine.image", "has no tag or digest"),
         ("engine.image", "registry:5000/vllm", "engine.image", "has no tag or digest"),
         ("engine.build", None, "engine", "pin it by digest"),
         ("engine.build", "no-such-folder", "engine", "docker/no-such-folder/Dockerfile does not exist"),
+        ("engine.image", "station/vllm-cpu:0.32.0", "engine", "a name no registry can hold"),
         ("engine.args", {"--max-num-seqs": 8}, "engine.args", "write it without dashes"),
         ("engine.args", {"port": 9000}, "engine.args", "--port is set by station"),
         ("engine.args", {"model": "x"}, "engine.args", "--model is set by station from model.id"),
