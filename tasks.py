@@ -124,9 +124,13 @@ def deploy(c, host=None, recipe=None, agent_check=True, in_place=False):
         "max_logprob_diff": "Accuracy gate: refuse above this mean top-k log-probability difference (default 0.05)",
         "accuracy_gate": "Compare the candidate's answers with the live engine's (default on; --no-accuracy-gate "
         "skips it, e.g. for another model)",
+        "in_place": "Where two engines do not fit (one GPU the model fills): swap the new configuration in on trial, "
+        "the router holding requests, run the gates there, and swap the last healthy one back if a gate refuses",
     }
 )
-def promote(c, host=None, recipe=None, canary="", min_exact_match=0.9, max_logprob_diff=0.05, accuracy_gate=True):
+def promote(
+    c, host=None, recipe=None, canary="", min_exact_match=0.9, max_logprob_diff=0.05, accuracy_gate=True, in_place=False
+):
     """Start a new configuration beside the live engine, put it through health, agent-check, a canary replay and
     the accuracy gate, then move the traffic to it with no failed request; any failed gate changes nothing."""
     host, recipe = host_and_recipe(c, host, recipe)
@@ -135,7 +139,7 @@ def promote(c, host=None, recipe=None, canary="", min_exact_match=0.9, max_logpr
         thresholds = accuracy.Thresholds(float(min_exact_match), float(max_logprob_diff)) if accuracy_gate else None
         gate = functools.partial(require_agent_capabilities, host)
         done, evidence = promotion.run(
-            host, chosen, profiles.load(canary or canary_for(chosen)), thresholds, gate, console
+            host, chosen, profiles.load(canary or canary_for(chosen)), thresholds, gate, console, in_place
         )
         console.print(report.deployment(done))
         console.print(f"Promoted {chosen.name} on {host}; the gates' evidence: {evidence.folder}")

@@ -95,6 +95,7 @@ def deploy(
     in_place: bool = False,
     gates: Sequence[CandidateGate] = (),
     require_beside: bool = False,
+    on_trial: bool = False,
 ) -> Deployment:
     """The recipe's engine and monitoring on the host, then what agents send tried against it.
 
@@ -108,7 +109,8 @@ def deploy(
     engines get it by default), and for runs that own the engine to measure one configuration after another
     (ladder, accuracy), where proving each beside would start it twice. `require_beside` refuses, before
     anything changes, a new configuration that cannot start beside the live engine (invoke promote: its
-    gates need the live engine serving).
+    gates need the live engine serving). `on_trial` (with `in_place`) leaves the replaced configuration recorded as
+    the last healthy one, for gates run afterwards (candidate.keep or candidate.restore).
     """
     started = time.monotonic()
     host_vars = inventory.host_vars(host)
@@ -117,7 +119,11 @@ def deploy(
     on_candidate = [functools.partial(_agents_on_candidate, agent_gate=agent_gate)] if agent_gate else []
     on_candidate += gates
     switch = {"vllm_server_switch": "in_place"} if in_place else {}
-    hold = {"vllm_server_candidate_hold": bool(on_candidate), "vllm_server_require_beside": require_beside}
+    hold = {
+        "vllm_server_candidate_hold": bool(on_candidate),
+        "vllm_server_require_beside": require_beside,
+        "vllm_server_on_trial": on_trial,
+    }
     result = playbook.run("deploy", host, render.engine_vars(recipe) | delivery | switch | hold, console)
     changed = list(result.changed_tasks)
     waiting = candidate.held(result, host)

@@ -3,7 +3,8 @@
 A deploy that replaces a healthy engine leaves its candidate waiting there
 once it serves, so that what coding agents send is tried on it before it
 takes any traffic; `invoke tune` starts each trial there as a held-back
-engine the router never sends to. Ansible does the work (the vllm_server
+engine the router never sends to; `invoke promote --in-place` keeps, or
+swaps back out, a configuration swapped in on trial. Ansible does the work (the vllm_server
 role's `candidate` entry point); this module says which step, and where the
 candidate answers.
 """
@@ -53,6 +54,16 @@ def takeover(host: str, recipe: Recipe, console: Console) -> PlaybookResult:
     return _drive(host, "takeover", console, render.engine_vars(recipe))
 
 
+def keep(host: str, recipe: Recipe, console: Console) -> PlaybookResult:
+    """The configuration swapped in on trial (`recipe`) passed its gates: it becomes the last healthy one."""
+    return _drive(host, "keep", console, render.engine_vars(recipe))
+
+
+def restore(host: str, console: Console) -> PlaybookResult:
+    """A gate refused the configuration swapped in on trial: the last healthy one is swapped back in."""
+    return _drive(host, "restore", console, {})
+
+
 def remove(host: str, console: Console) -> PlaybookResult:
     """The candidate out of the router, where it is there, and removed; the live engine is untouched."""
     return _drive(host, "remove", console, {})
@@ -74,10 +85,13 @@ def held_back(host: str, recipe: Recipe, console: Console) -> Iterator[None]:
         remove(host, console)
 
 
-def replay(host: str, profile: AgenticProfile, recipe: Recipe, out: Path, console: Console) -> AgenticMetrics:
-    """The profile replayed against the waiting candidate directly (an SSH forward to its port where remote)."""
-    with tunnel.urls(host, console, (tunnel.CANDIDATE,)) as found:
-        url = found[tunnel.CANDIDATE]
+def replay(
+    host: str, profile: AgenticProfile, recipe: Recipe, out: Path, console: Console, service: str = tunnel.CANDIDATE
+) -> AgenticMetrics:
+    """The profile replayed against the waiting candidate directly (an SSH forward to its port where remote), or
+    against another of the host's engine `service`s (the live engine, swapped in on trial)."""
+    with tunnel.urls(host, console, (service,)) as found:
+        url = found[service]
         return agentic.measure(profile, recipe, url, url, keys.api_key(host), out, console)
 
 
