@@ -120,19 +120,31 @@ def test_a_candidate_that_cannot_start_leaves_the_live_engine_untouched(
     assert render.config_hash(smoke) != live.labels["io.station.config"]  # still the variant, untouched
 
 
-def test_a_candidate_whose_answers_drift_is_refused_and_changes_nothing(
+def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back_out(
     promotion, docker_client, api_key, smoke, tmp_path
 ) -> None:
-    """bfloat16 against the live float32: the accuracy gate refuses it before the canary or the router see it."""
+    """`promote --in-place` (one GPU the model fills): bfloat16 is swapped in on trial, the router holding requests,
+    and the accuracy gate refuses it against the answers float32 gave before the swap; the last healthy
+    configuration is swapped back in, and no client sees a failure throughout."""
     live = docker_client.containers.get(ENGINE)
-    workers = router_workers()
-    run = invoke("promote", "--recipe", variant(tmp_path, "cpu-smoke-bf16", dtype="bfloat16"))
-    print(f"\nthe drifting candidate was refused after {run.seconds:.0f} s")
+    drifting = variant(tmp_path, "cpu-smoke-bf16", dtype="bfloat16")
+    with StreamingClients(api_key, smoke.model.served_name, timeout_s=300) as clients:
+        run = invoke("promote", "--in-place", "--recipe", drifting)
+    print(
+        f"\nthe drifting configuration was swapped in on trial and back out after {run.seconds:.0f} s: "
+        f"{clients.served} chats served, {len(clients.failures)} failed, the longest took {clients.longest_s:.1f} s"
+    )
+    print("\n".join(sorted(set(clients.failures))[:5]))
     assert run.returncode == 1, run.output
     assert "the candidate's answers drift from the live engine's: exact-match rate" in run.output
-    assert_untouched(run, docker_client, live.id, workers)
-    client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
-    reply = client.chat.completions.create(
+    assert "cpu-smoke-bf16 served the traffic for" in run.output
+    assert "was swapped back out: cpu-smoke-variant serves again (the router held requests for up to" in run.output
+    assert clients.failures == [] and clients.served > 0
+    restored = docker_client.containers.get(ENGINE)
+    assert restored.id != live.id  # swapped twice, in the same container name
+    assert restored.labels["io.station.config"] == live.labels["io.station.config"]
+    assert router_workers() == [f"http://{ENGINE}:8000"]
+    reply = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0).chat.completions.create(
         model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=4
     )
     assert reply.usage.completion_tokens == 4
