@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -137,12 +138,12 @@ def replay(profile: AgenticProfile, recipe: Recipe, base_url: str, api_key: str,
     (out / "argv.json").write_text(json.dumps(["aiperf", *argv[3:]], indent=2) + "\n")
     limit = profile.timeout_s + 120
     shown = f"AIPerf: {profile.sessions} sessions x {profile.turns} turns"
-    with (out / "aiperf.log").open("w") as log, console.status(shown):
+    # AIPerf leaves its memory-mapped dataset (aiperf_mmap_<id>/) in the system temp folder after every run.
+    scratch = tempfile.TemporaryDirectory(prefix="station-aiperf-")
+    env = os.environ | {"STATION_ENGINE_KEY": api_key, "AIPERF_DATASET_MMAP_BASE_PATH": scratch.name}
+    with scratch, (out / "aiperf.log").open("w") as log, console.status(shown):
         try:
-            done = subprocess.run(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"STATION_ENGINE_KEY": api_key},
-                timeout=limit, check=False,
-            )  # fmt: skip
+            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=limit, check=False)
         except subprocess.TimeoutExpired as exc:
             raise StationError(f"AIPerf did not finish within {limit} s", f"see {out}/aiperf.log") from exc
     if done.returncode != 0 or not (out / "profile_export.jsonl").is_file():
