@@ -23,7 +23,7 @@ import pytest
 import requests
 import testinfra
 
-from station import images, paths, recipe
+from station import images, inventory, paths, recipe, render
 from station.errors import StationError
 
 ENGINE = "station-vllm"
@@ -87,6 +87,12 @@ def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -
 def succeeded(run: Invocation) -> Invocation:
     assert run.returncode == 0, f"{' '.join(run.argv)} exited {run.returncode}:\n{run.output}"
     return run
+
+
+def engine_argv(served: recipe.Recipe) -> list[str]:
+    """The arguments the engine container runs: the recipe's rendered ones, then the drain timeout the role adds."""
+    drain = inventory.role_default("vllm_server", "vllm_server_drain_timeout_s")
+    return [*render.serve_argv(served), "--shutdown-timeout", str(drain)]
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from tests.integration.conftest import (
     NODE_EXPORTER,
     PROMETHEUS,
     ROUTER,
+    engine_argv,
     engine_target_up,
     invoke,
     succeeded,
@@ -28,13 +29,13 @@ PUBLISHED = [(ROUTER, 8000), (ENGINE, 8100), (PROMETHEUS, 9090), (NODE_EXPORTER,
 def test_engine_runs_the_pinned_image_with_exactly_the_rendered_arguments(engine, smoke, docker_client) -> None:
     assert engine["Config"]["Image"] == smoke.engine.image
     assert engine["Image"] == docker_client.images.get(smoke.engine.image).id
-    assert engine["Config"]["Cmd"] == render.serve_argv(smoke)
+    assert engine["Config"]["Cmd"] == engine_argv(smoke)
     assert engine["Config"]["Labels"]["io.station.config"] == render.config_hash(smoke)
 
 
 def test_engine_process_inside_the_container_has_the_rendered_argv(engine_host, smoke) -> None:
     argv = engine_host.file("/proc/1/cmdline").content_string.rstrip("\0").split("\0")
-    assert argv[-len(render.serve_argv(smoke)) - 1 :] == ["serve", *render.serve_argv(smoke)]
+    assert argv[-len(engine_argv(smoke)) - 1 :] == ["serve", *engine_argv(smoke)]
 
 
 def test_engine_environment_is_the_recipe_env_plus_the_key(engine, smoke) -> None:

@@ -6,8 +6,8 @@ import json
 import re
 import subprocess
 
-from station import paths, render, runs
-from tests.integration.conftest import invoke
+from station import paths, runs
+from tests.integration.conftest import engine_argv, invoke
 
 
 def test_every_prompt_completed_with_every_output_token(bench, smoke) -> None:
@@ -44,7 +44,7 @@ def test_result_carries_the_engine_and_bundle_provenance(bench, smoke, docker_cl
     assert provenance["recipe"]["name"] == "cpu-smoke"
     assert provenance["engine"]["image"] == smoke.engine.image
     assert provenance["engine"]["image_id"] == docker_client.images.get(smoke.engine.image).id
-    assert provenance["engine"]["argv"] == render.serve_argv(smoke)
+    assert provenance["engine"]["argv"] == engine_argv(smoke)
     assert "VLLM_CPU_KVCACHE_SPACE=4" in provenance["engine"]["env"]
     assert not any(item.startswith("VLLM_API_KEY=") for item in provenance["engine"]["env"])
     assert not any(item.startswith(("PATH=", "HOME=")) for item in provenance["engine"]["env"])  # an allow-list
