@@ -44,6 +44,14 @@ def test_engine_environment_is_the_recipe_env_plus_the_key(engine, smoke) -> Non
     assert len(env["VLLM_API_KEY"]) == 48
 
 
+def test_the_engine_drains_when_stopped_and_the_router_holds_requests_meanwhile(engine, docker_client) -> None:
+    """What a swap in place relies on: Docker waits out vLLM's drain; the router retries for vllm_router_hold_s."""
+    assert engine["Config"]["StopTimeout"] == 300 + 30  # vllm_server_drain_timeout_s, plus room to exit
+    router = docker_client.api.inspect_container(ROUTER)["Config"]["Cmd"]
+    assert "--disable-circuit-breaker" in router and "--retry-max-backoff-ms=2000" in router
+    assert "--retry-max-retries=153" in router  # 300 s of 2 s backoffs, and the three shorter first ones
+
+
 def test_engine_has_the_recipes_shared_memory(engine) -> None:
     assert engine["HostConfig"]["ShmSize"] == 2 * 1024**3
 
