@@ -143,6 +143,7 @@ def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back
     restored = docker_client.containers.get(ENGINE)
     assert restored.id != live.id  # swapped twice, in the same container name
     assert restored.labels["io.station.config"] == live.labels["io.station.config"]
+    assert restored.attrs["Config"]["Image"] == live.image.id  # by the id recorded, not a tag that may be rebuilt
     assert router_workers() == [f"http://{ENGINE}:8000"]
     reply = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0).chat.completions.create(
         model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=4
