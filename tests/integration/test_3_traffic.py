@@ -28,7 +28,10 @@ class Sent:
 
 def send(api_key: str, model: str, words: int, output_tokens: int, requests: int = 12) -> Sent:
     """Completions of one known shape, between quiet scrapes, and the window that holds exactly them."""
-    time.sleep(3 * SCRAPE_S)  # whatever ran before is outside the window, margin included
+    # Whatever ran before is outside the window: its last counts reach Prometheus up to a scrape after it ends, and
+    # the window reaches back 2 scrapes (and the command's start) before `started`. A test that swapped the engine
+    # just before had its held chats counted in a window after a quiet of 3 scrapes.
+    time.sleep(5 * SCRAPE_S)
     started = time.monotonic()
     client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
     counts = set()

@@ -78,7 +78,7 @@ def test_an_interrupted_ladder_resumes_at_the_next_step(interrupted, resumed) ->
     assert "Step 0 (" not in run.output
     assert "Step 1 (2 of 3)" in run.output and "Step 4 (3 of 3)" in run.output
     # a ladder owns the engine: each step replaces it in place, and says for how long none served
-    assert "replaced the engine in place: no engine served for" in run.output
+    assert "replaced in place: the router held requests for" in run.output
 
 
 def test_every_step_has_a_valid_row_with_ratios_from_the_same_run(resumed) -> None:
