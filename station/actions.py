@@ -190,7 +190,7 @@ def grafana_url(host_vars: dict[str, Any]) -> str | None:
     """Where Grafana answers; None where this host gets no Grafana image."""
 
     def setting(name: str) -> Any:
-        return host_vars.get(name, inventory.role_default("grafana", name))
+        return inventory.setting(host_vars, "grafana", name)
 
     return f"http://{setting('grafana_bind_address')}:{setting('grafana_port')}" if setting("grafana_image") else None
 
@@ -347,13 +347,19 @@ def engine_identity(host: str, engine_url: str, console: Console) -> dict[str, s
     return {"recipe": engine["recipe"], "config_hash": engine["config"], "vllm_version": version}
 
 
+def prometheus(host: str, url: str, until: float) -> traffic.Prometheus:
+    """The host's Prometheus at `url`, its queries evaluated at `until`."""
+    interval = inventory.setting(inventory.host_vars(host), "prometheus", "prometheus_scrape_interval")
+    return traffic.Prometheus(url, host, until, traffic.seconds(interval))
+
+
 def capture_traffic(host: str, window: str, console: Console) -> tuple[traffic.TrafficProfile, Path]:
     """The window's live traffic as a profile file; it becomes the host's reference for drift (and its alert)."""
     traffic.seconds(window)
     until = time.time()  # the window ends when the command starts, not when its checks are done
     with tunnel.urls(host, console, (tunnel.ENGINE, tunnel.PROMETHEUS)) as found:
         engine = engine_identity(host, found[tunnel.ENGINE], console)
-        profile = traffic.capture(traffic.Prometheus(found[tunnel.PROMETHEUS], host, until), window, engine)
+        profile = traffic.capture(prometheus(host, found[tunnel.PROMETHEUS], until), window, engine)
     path = traffic.write(profile, TRAFFIC_PROFILES)
     reference = [
         {"labels": {"quantity": f"{name}_mean", "profile": path.name}, "value": lengths.mean}
@@ -378,7 +384,7 @@ def traffic_drift(host: str, window: str, against: str, console: Console) -> tup
     reference_path, reference = captured_traffic(host, against)
     with tunnel.urls(host, console, (tunnel.PROMETHEUS,)) as found:
         live = traffic.capture(
-            traffic.Prometheus(found[tunnel.PROMETHEUS], host, until),
+            prometheus(host, found[tunnel.PROMETHEUS], until),
             window,
             reference.provenance.model_dump(include={"recipe", "config_hash", "vllm_version"}),
         )

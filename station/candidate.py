@@ -28,12 +28,8 @@ from station.recipe import Recipe
 
 def bench_target(host: str) -> dict[str, Any]:
     """The vllm_bench role's engine variables for the candidate: probes and replays run on the host reach it."""
-    settings = inventory.host_vars(host)
-
-    def setting(name: str) -> Any:
-        return settings.get(name, inventory.role_default("vllm_server", name))
-
-    name = f"{setting('vllm_server_container_name')}-candidate"
+    live = inventory.setting(inventory.host_vars(host), "vllm_server", "vllm_server_container_name")
+    name = f"{live}-candidate"
     url = f"http://{name}:{render.ENGINE_CONTAINER_PORT}"
     return {"vllm_bench_engine_container": name, "vllm_bench_target_url": url}
 

@@ -50,6 +50,11 @@ def role_default(role: str, name: str) -> Any:
     return defaults[name]
 
 
+def setting(settings: dict[str, Any], role: str, name: str) -> Any:
+    """A wiring value as a host gets it: its own (`settings`, from the inventory), else the owning role's default."""
+    return settings[name] if name in settings else role_default(role, name)
+
+
 def is_local(host: str) -> bool:
     """True when the host is this machine, so its Docker engine is the controller's."""
     return host_vars(host).get("ansible_connection") == "local"

@@ -72,6 +72,7 @@ class Prometheus:
     url: str
     host: str
     at: float  # Unix time every query is evaluated at: the window ends here
+    scrape_s: int  # the host's scrape interval: counters are read sample by sample
 
     def scalar(self, expr: str) -> float | None:
         """The one value of an instant query; None when it has no sample or is not a number (0/0)."""
@@ -86,31 +87,32 @@ class Prometheus:
     def selector(self) -> str:
         return f'host="{self.host}"'
 
-    def counted(self, metric: str, window: str, matcher: str = "") -> str:
-        """A counter's growth over the window, from its value when the window opened, or from 0 for a series born
-        inside it (vllm-router creates a route's counter with its first request, and increase() misses that series'
-        first samples); exact, where increase() extrapolates to the window's edges. A restart inside the window
-        undercounts."""
-        series = f"{metric}{{{self.selector}{f', {matcher}' if matcher else ''}}}"
-        latest = f"max_over_time({series}[{window}])"
-        return f"sum({latest} - (({series} offset {window}) + 0 or {latest} * 0))"
+    def counted(self, metric: str, window: str, matcher: str = "", by: str = "") -> str:
+        """A counter's exact growth over the window, summed (by the labels `by` names): each scrape's rise over
+        the one before, where a fall is a restart that counts from zero and a series born inside the window (as
+        vllm-router creates a route's counter with its first request) counts from zero too.
 
-    def increase(self, metric: str, window: str, matcher: str = "") -> str:
-        selector = self.selector + (f", {matcher}" if matcher else "")
-        return f"sum(increase({metric}{{{selector}}}[{window}]))"
+        Not increase(): it extrapolates each series to the window's edges, except where that would go below zero,
+        so the buckets of one histogram are stretched by different factors and its quantiles leave their bucket."""
+        series = f"{metric}{{{self.selector}{f', {matcher}' if matcher else ''}}}"
+        step = f"{self.scrape_s}s"
+        rise = f"(({series} - {series} offset {step}) >= 0 or {series} + 0)"  # + 0: nameless, as the rises are
+        return f"sum{f' by ({by})' if by else ''} (sum_over_time({rise}[{window}:{step}]))"
+
+    def ratio(self, numerator: str, denominator: str, window: str) -> float | None:
+        return self.scalar(f"{self.counted(numerator, window)} / {self.counted(denominator, window)}")
 
     def lengths(self, histogram: str, window: str) -> Lengths:
-        mean = self.scalar(
-            f"{self.increase(f'{histogram}_sum', window)} / {self.increase(f'{histogram}_count', window)}"
-        )
-        selector = self.selector
         quantile = {
-            q: self.scalar(
-                f"histogram_quantile({q}, sum by (le) (increase({histogram}_bucket{{{selector}}}[{window}])))"
-            )
+            q: self.scalar(f"histogram_quantile({q}, {self.counted(f'{histogram}_bucket', window, by='le')})")
             for q in QUANTILES
         }
-        return Lengths(mean=mean or 0.0, p50=quantile[0.5] or 0.0, p90=quantile[0.9] or 0.0, p99=quantile[0.99] or 0.0)
+        return Lengths(
+            mean=self.ratio(f"{histogram}_sum", f"{histogram}_count", window) or 0.0,
+            p50=quantile[0.5] or 0.0,
+            p90=quantile[0.9] or 0.0,
+            p99=quantile[0.99] or 0.0,
+        )
 
 
 def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> TrafficProfile:
@@ -140,9 +142,8 @@ def capture(prometheus: Prometheus, window: str, engine: dict[str, str]) -> Traf
         in_flight_p90=prometheus.scalar(f"quantile_over_time(0.9, ({in_flight} > 0)[{window}:])"),
         prompt_tokens=prometheus.lengths("vllm:request_prompt_tokens", window),
         generation_tokens=prometheus.lengths("vllm:request_generation_tokens", window),
-        prefix_cache_hit_rate=prometheus.scalar(
-            f"{prometheus.increase('vllm:prefix_cache_hits_total', window)}"
-            f" / {prometheus.increase('vllm:prefix_cache_queries_total', window)}"
+        prefix_cache_hit_rate=prometheus.ratio(
+            "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", window
         ),
         chat_share=prometheus.scalar(f"{chats} / {completions}"),
     )

@@ -47,8 +47,8 @@ def forwards(settings: dict[str, Any]) -> list[Forward]:
     """Each service's port, as the inventory sets it or the role defaults it; 0.0.0.0 is reached on loopback."""
     found = []
     for service, (role, port_setting) in SERVICES.items():
-        port = int(settings.get(port_setting, inventory.role_default(role, port_setting)))
-        address = settings.get(f"{role}_bind_address", inventory.role_default(role, f"{role}_bind_address"))
+        port = int(inventory.setting(settings, role, port_setting))
+        address = inventory.setting(settings, role, f"{role}_bind_address")
         found.append(Forward(service, port, "127.0.0.1" if address == "0.0.0.0" else address))
     return found
 

@@ -99,29 +99,26 @@ def test_longer_answers_are_drift(captured, api_key, smoke) -> None:
     assert "has drifted: generated tokens, mean" in run.output
 
 
-def test_a_counter_born_inside_the_window_is_counted_from_zero(first_deploy, tmp_path) -> None:
-    """The capture's counting expression under the pinned Prometheus' own engine (promtool), on two counters of
-    vllm-router: one from before the window (10 → 14), one it creates with its first requests inside it (3 → 5).
-    increase() reads 7 of those 9 requests."""
-    counting = traffic.Prometheus("promtool", "local", 0)
-    every, chats = (
-        counting.counted("vllm_router_requests_total", "40s", matcher)
-        for matcher in ('route=~"/v1/(chat/)?completions"', 'route="/v1/chat/completions"')
-    )
-    series = 'vllm_router_requests_total{{host="local", route="/v1/{}"}}'
+# Counters sampled every scrape from 0 s to 80 s, read over the last 40 s at 80 s: promtool's series notation
+# ("10x12" is 10 for 13 samples, "_x12" 12 absent ones).
+COUNTERS = {
+    "from before the window": ("10x12 12 14 14 14", 4),
+    "born inside it (vllm-router's route counters)": ("_x12 3 5 5 5", 5),
+    "restarted inside it (an engine swapped in place)": ("10x12 12 1 3 3", 2 + 1 + 2),
+}
+
+
+def promtool_evaluates(tmp_path, input_series: list[dict[str, str]], expr: str, expected: float) -> None:
+    """`expr` at 80 s, as the pinned Prometheus' own engine evaluates it (promtool), equals `expected`."""
     test = {
         "rule_files": [],
         "evaluation_interval": f"{SCRAPE_S}s",
         "tests": [
             {
                 "interval": f"{SCRAPE_S}s",
-                "input_series": [
-                    {"series": series.format("completions"), "values": "_x12 3 5 5 5"},
-                    {"series": series.format("chat/completions"), "values": "10x12 12 14 14 14"},
-                ],
+                "input_series": input_series,
                 "promql_expr_test": [
-                    {"expr": every, "eval_time": "80s", "exp_samples": [{"labels": "{}", "value": 9}]},
-                    {"expr": chats, "eval_time": "80s", "exp_samples": [{"labels": "{}", "value": 4}]},
+                    {"expr": expr, "eval_time": "80s", "exp_samples": [{"labels": "{}", "value": expected}]}
                 ],
             }
         ],
@@ -130,3 +127,25 @@ def test_a_counter_born_inside_the_window_is_counted_from_zero(first_deploy, tmp
     tmp_path.chmod(0o755)  # promtool runs as nobody
     checked = promtool("test", "rules", "/tests/counted.test.yml", volumes={str(tmp_path): "/tests"})
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("case", COUNTERS)
+def test_a_counter_s_growth_is_counted_exactly(case, first_deploy, tmp_path) -> None:
+    values, grew = COUNTERS[case]
+    counting = traffic.Prometheus("promtool", "local", 0, SCRAPE_S)
+    series = [{"series": 'vllm:request_success_total{host="local"}', "values": values}]
+    promtool_evaluates(tmp_path, series, counting.counted("vllm:request_success_total", "40s"), grew)
+
+
+def test_histogram_quantiles_stay_in_the_bucket_of_what_the_window_holds(first_deploy, tmp_path) -> None:
+    """Eight answers of 10-20 tokens in the window's last 20 s, on an engine that had answered 20 longer ones and
+    none of 10-20 before. increase() stretches the (20, 50] bucket's growth by 24/20 to the window's edge but not
+    the (10, 20] bucket's, whose extrapolation stops at zero: its p90 read 32 tokens (20.7 for 16 in CI)."""
+    counting = traffic.Prometheus("promtool", "local", 0, SCRAPE_S)
+    buckets = {"10": "0x16", "20": "0x12 2 4 6 8", "50": "20x12 22 24 26 28"}
+    series = [
+        {"series": f'vllm:request_generation_tokens_bucket{{host="local", le="{le}"}}', "values": values}
+        for le, values in (buckets | {"+Inf": buckets["50"]}).items()
+    ]
+    expr = f"histogram_quantile(0.9, {counting.counted('vllm:request_generation_tokens_bucket', '24s', by='le')})"
+    promtool_evaluates(tmp_path, series, expr, 10 + 10 * 0.9)  # 8 of 8 in (10, 20]: 90% of the way through it
