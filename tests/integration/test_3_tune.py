@@ -28,7 +28,8 @@ from tests.integration.conftest import (
     succeeded,
 )
 
-TRIALS = 2  # distinct configurations: with the A B A B rounds, six engine starts
+TRIALS = 2  # distinct configurations: with one A B round, four engine starts
+AB_ROUNDS = 1  # the interleaving of more rounds is the unit tests' (test_tune)
 CANDIDATE = f"{ENGINE}-candidate"
 SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 
@@ -51,7 +52,7 @@ def tuned(
     live = docker_client.containers.get(ENGINE).id
     searching = ["--space", "cpu-agentic", "--traffic", "latest", "--profile", "agentic-cpu"]
     with StreamingClients(api_key, smoke.model.served_name, threads=1, pause_s=2) as clients:
-        run = succeeded(invoke("tune", *searching, "--trials", str(TRIALS), "--fresh"))
+        run = succeeded(invoke("tune", *searching, "--trials", str(TRIALS), "--ab-rounds", str(AB_ROUNDS), "--fresh"))
     (state,) = [
         search.TuneRun.model_validate_json(path.read_text())
         for path in sorted(search.TUNES.glob("*-local-cpu-smoke-cpu-agentic*/tune.json"))[-1:]
@@ -91,7 +92,7 @@ def test_the_trials_replay_the_captured_traffic_in_the_profile_s_sessions(tuned)
 def test_the_best_trial_and_the_running_recipe_are_measured_again_interleaved(tuned) -> None:
     _, state, _, _ = tuned
     assert state.verdict is not None, "no trial met the constraints on the CPU engine"
-    assert len(state.verdict.rounds) == 2  # A B A B
+    assert len(state.verdict.rounds) == AB_ROUNDS
     assert all(a.valid and b.valid for a, b in state.verdict.rounds)
     assert state.verdict.said in (state.folder / "report.md").read_text()
 
