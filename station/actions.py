@@ -24,6 +24,7 @@ from station import (
     inventory,
     keys,
     paths,
+    platforms,
     playbook,
     provenance,
     render,
@@ -46,11 +47,14 @@ def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, tupl
     return builds
 
 
-def ensure_images(host: str, recipe: Recipe, console: Console) -> list[str]:
-    """Build, on the controller, the images this host cannot pull; returns their tags."""
+def ensure_images(host: str, recipe: Recipe, console: Console, architecture: str | None = None) -> list[str]:
+    """Build, on the controller, the images this host cannot pull; returns their tags. For a host of another
+    `architecture` than the controller's (None: the host is this machine), refused before any build."""
     builds = images_to_build(recipe, inventory.host_vars(host))
     if builds:
         engine = images.client()
+        if architecture:
+            platforms.require_buildable(host, architecture, platforms.of_engine(engine))
         for tag, (folder, build_args) in builds.items():
             images.ensure(engine, tag, folder, console, build_args)
     return list(builds)
@@ -58,10 +62,12 @@ def ensure_images(host: str, recipe: Recipe, console: Console) -> list[str]:
 
 def prepare_images(host: str, recipe: Recipe, console: Console) -> dict[str, Any]:
     """Images for the deploy: a remote host gets them in the offline bundle, whose path is returned as vars."""
-    tags = ensure_images(host, recipe, console)
-    if not tags or inventory.is_local(host):
-        return {}  # nothing to deliver, or the host's Docker engine is this one
-    return {"offline_bundle_dir": str(bundle.build(images.client(), tags, console))}
+    if inventory.is_local(host):
+        ensure_images(host, recipe, console)  # the host's Docker engine is this one
+        return {}
+    if not images_to_build(recipe, inventory.host_vars(host)):
+        return {}  # the host pulls every image
+    return {"offline_bundle_dir": str(build_bundle(host, recipe, console))}
 
 
 @dataclass(frozen=True)
@@ -301,9 +307,10 @@ def provision(host: str, recipe: Recipe | None, tags: str, console: Console) -> 
 
 
 def build_bundle(host: str, recipe: Recipe, console: Console) -> Path:
-    """The offline bundle for what this host needs to serve this recipe."""
-    tags = ensure_images(host, recipe, console)
-    return bundle.build(images.client(), tags, console)
+    """The offline bundle for what this host needs to serve this recipe, for the host's architecture."""
+    architecture = platforms.of_host(host, console)
+    tags = ensure_images(host, recipe, console, architecture)
+    return bundle.build(images.client(), tags, architecture, console)
 
 
 def check_args(host: str, labelled: list[tuple[str, Recipe]], console: Console) -> None:

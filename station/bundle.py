@@ -1,8 +1,9 @@
 """The offline bundle: what a host that reaches no registry or index gets from the controller.
 
-`.station/bundle/` holds manifest.json, images/ (docker save archives, one per
-image, each rewritten only when the image id changes, with its size so the
-host's room is checked before the copy) and wheels.tar (the
+`.station/bundle/` holds manifest.json (the architecture it is for), images/
+(docker save archives, one per image, each rewritten only when the image id
+changes, with its size so the host's room is checked before the copy, and its
+platform, checked against the host's before it is loaded) and wheels.tar (the
 hash-pinned vLLM wheelhouse with its requirements.lock). The offline_bundle
 role delivers it; copy the folder to carry it into an air-gapped site.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 import docker
 from rich.console import Console
 
-from station import paths, wheelhouse
+from station import paths, platforms, wheelhouse
 
 ENGINE_LOCK = paths.DOCKER / "vllm-cpu" / "requirements.lock"
 
@@ -26,11 +27,18 @@ def folder() -> Path:
     return paths.STATE / "bundle"
 
 
-def build(engine: docker.DockerClient, tags: list[str], console: Console) -> Path:
-    """Write the bundle for these (already present) images; returns its folder."""
+def build(engine: docker.DockerClient, tags: list[str], architecture: str, console: Console) -> Path:
+    """Write the bundle for these (already present) images, for a host of `architecture`; returns its folder.
+    An image of another platform is refused before anything is written."""
+    for tag in tags:
+        platforms.require_image_for(architecture, tag, engine.images.get(tag))
     out = folder()
     (out / "images").mkdir(parents=True, exist_ok=True)
-    manifest = {"images": [_save(engine, tag, out, console) for tag in sorted(tags)], "wheels": _wheels(out, console)}
+    manifest = {
+        "architecture": architecture,
+        "images": [_save(engine, tag, out, console) for tag in sorted(tags)],
+        "wheels": _wheels(out, console),
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return out
 
@@ -47,7 +55,13 @@ def _save(engine: docker.DockerClient, tag: str, out: Path, console: Console) ->
                     handle.write(chunk)
             partial.replace(archive)
             recorded.write_text(image.id)
-    return {"tag": tag, "id": image.id, "file": relative, "bytes": archive.stat().st_size}
+    return {
+        "tag": tag,
+        "id": image.id,
+        "architecture": platforms.of_image(image),
+        "file": relative,
+        "bytes": archive.stat().st_size,
+    }
 
 
 def _wheels(out: Path, console: Console) -> dict[str, str]:

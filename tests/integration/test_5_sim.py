@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import subprocess
+import tarfile
 
 import pytest
 import testinfra
 import yaml
+from rich.console import Console
 
-from station import paths, sim
+from station import bundle, paths, platforms, playbook, sim
+from station.errors import StationError
+from station.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES
 from tests.integration.conftest import Invocation, invoke, succeeded
 
@@ -258,6 +264,89 @@ def test_a_host_without_room_for_an_image_is_refused_before_any_copy(deployed_on
 
     succeeded(invoke("deploy", "--host", "sim"))
     assert sim_host.run(f"docker image inspect {smallest}").rc == 0
+
+
+def host_state() -> str:
+    """The simulated host's containers and images, by id: what a refused command must leave as it was."""
+    return sim_root("docker ps --all --quiet --no-trunc && docker images --all --quiet --no-trunc").stdout
+
+
+@pytest.mark.parametrize("command", ["deploy", "bundle"])
+def test_a_host_of_another_architecture_is_refused_before_any_build(command, sim_host, docker_client, tmp_path):
+    controller = platforms.of_engine(docker_client)
+    other = "x86_64" if controller == "aarch64" else "aarch64"
+    env = extra_inventory(tmp_path, {"elsewhere": like_sim(preflight_architecture=other)})
+    before = host_state()
+    refused = invoke(command, "--host", "elsewhere", env=env)
+    assert refused.returncode == 1, refused.output
+    assert f"elsewhere is {other} and this controller is {controller}" in refused.output
+    assert (
+        "nothing was built or copied" in refused.output and f"run station from a {other} controller" in refused.output
+    )
+    assert "Building" not in refused.output and "Saving" not in refused.output and "Traceback" not in refused.output
+    assert host_state() == before
+
+
+FOREIGN = f"{LOCAL_IMAGES}foreign:test"
+
+
+def foreign_archive(architecture: str) -> bytes:
+    """A `docker save` archive of a one-file image whose configuration says `architecture`: no registry is
+    reachable here to pull a real image of another platform, and none needs to run."""
+
+    def add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w") as tar:
+        add(tar, "etc/platform", f"{architecture}\n".encode())
+    diff_id = hashlib.sha256(layer.getvalue()).hexdigest()
+    rootfs = {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]}
+    config = json.dumps({"architecture": architecture, "os": "linux", "config": {}, "rootfs": rootfs}).encode()
+    config_name = f"{hashlib.sha256(config).hexdigest()}.json"
+    manifest = [{"Config": config_name, "RepoTags": [FOREIGN], "Layers": [f"{diff_id}/layer.tar"]}]
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        add(tar, f"{diff_id}/layer.tar", layer.getvalue())
+        add(tar, config_name, config)
+        add(tar, "manifest.json", json.dumps(manifest).encode())
+    return archive.getvalue()
+
+
+@pytest.fixture
+def foreign_image(docker_client):
+    """An image on the controller for the other architecture than the controller's (Docker's spelling)."""
+    spelled = "amd64" if platforms.of_engine(docker_client) == "aarch64" else "arm64"
+    (image,) = docker_client.images.load(foreign_archive(spelled))
+    yield image
+    docker_client.images.remove(FOREIGN, force=True)
+
+
+def test_an_image_of_another_platform_is_not_bundled(foreign_image, docker_client) -> None:
+    controller = platforms.of_engine(docker_client)
+    with pytest.raises(StationError) as refused:
+        bundle.build(docker_client, [FOREIGN], controller, Console(quiet=True))
+    assert f"{FOREIGN} is for {platforms.of_image(foreign_image)}, the host is {controller}" in refused.value.problem
+    assert not list(bundle.folder().glob("images/*foreign*"))
+
+
+def test_an_image_of_another_platform_is_refused_by_the_host_before_it_is_loaded(foreign_image, sim_host, tmp_path):
+    """A bundle carried from elsewhere: its manifest says the image's platform, which the host checks first."""
+    archive = tmp_path / "images" / "foreign.tar"
+    archive.parent.mkdir()
+    archive.write_bytes(b"".join(foreign_image.save(named=True)))
+    entry = {"tag": FOREIGN, "id": foreign_image.id, "architecture": platforms.of_image(foreign_image)}
+    entry |= {"file": "images/foreign.tar", "bytes": archive.stat().st_size}
+    manifest = {"architecture": entry["architecture"], "images": [entry], "wheels": {}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StationError) as refused:
+        playbook.run("deliver", "sim", {"offline_bundle_dir": str(tmp_path)}, Console(quiet=True))
+    assert f"holds {FOREIGN} for {entry['architecture']}: such an image does not run there" in refused.value.problem
+    assert "Nothing was copied" in refused.value.problem
+    assert sim_host.run(f"docker image inspect {FOREIGN}").rc != 0
+    assert not sim_host.file(f"/var/lib/station/bundle/{entry['file']}").exists
 
 
 def test_smoke_bench_runs_on_the_host_through_the_same_path(deployed_on_sim, smoke) -> None:
