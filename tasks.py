@@ -199,7 +199,7 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
         if run.problems:
             raise StationError("not a valid measurement: " + "; ".join(run.problems), "see bench.log beside it")
         if base:
-            current = runs.summary(runs.read(run.run_id))
+            current = runs.entry(run.run_id)
             unlike = gate.unlike(base, current)
             if unlike:
                 raise StationError(f"not comparable with {baseline}: {unlike}", "gate against a run on this GPU")
@@ -358,14 +358,14 @@ def price(
         if published:
             fields = dict(cost.PUBLISHED_CLAIM)
         else:
-            measured = runs.select([run])[0] if run else {}
-            refused = measured and runs.invalid(measured)
+            measured = runs.select([run])[0] if run else None
+            refused = measured and measured.invalid
             if refused:
                 raise StationError(f"{run} is no cost input: it was {refused}", "price a valid run, or --tokens-per-s")
-            if power_kw is None and measured.get("avg_power_w"):
-                power_kw = measured["avg_power_w"] / 1000
+            if power_kw is None and measured and measured.avg_power_w:
+                power_kw = measured.avg_power_w / 1000
             fields = {
-                "output_tokens_per_s": tokens_per_s or measured.get("output_throughput"),
+                "output_tokens_per_s": tokens_per_s or (measured.output_throughput if measured else None),
                 "utilisation": utilisation,
                 "api_price_per_mtok": api_price,
                 "gpu_hour_price": gpu_hour_price,

@@ -36,6 +36,7 @@ from station import (
 from station.errors import StationError
 from station.profiles import AgenticProfile
 from station.recipe import Recipe
+from station.records import RunRecord
 
 
 def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
@@ -226,19 +227,18 @@ def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, 
     gpu_telemetry = telemetry.summarise(
         telemetry.load(out / "telemetry.json"), result.total_output_tokens, result.duration
     )
-    record = {
-        "run_id": run_id,
-        "kind": "ladder-step" if context else "smoke-bench",
-        "context": context or {},
-        "profile": recipe.bench.model_dump(),
-        "metrics": result.model_dump()
-        | {"achieved_concurrency": result.achieved_concurrency, "client_bound": result.client_bound},
-        "problems": problems,
-        "telemetry": gpu_telemetry.model_dump(),
-        "reference": recipe.reference.model_dump() if recipe.reference else None,
-        "provenance": provenance.record(recipe, host, host_facts),
-    }
-    path = runs.write(run_id, record)
+    record = RunRecord(
+        run_id=run_id,
+        kind="ladder-step" if context else "smoke-bench",
+        context=context or {},
+        profile=recipe.bench.model_dump(),
+        metrics=result,
+        problems=problems,
+        telemetry=gpu_telemetry,
+        reference=recipe.reference.model_dump() if recipe.reference else None,
+        provenance=provenance.record(recipe, host, host_facts),
+    )
+    path = runs.write(record)
     return BenchRun(run_id, recipe, result, problems, gpu_telemetry, path, time.monotonic() - started)
 
 
@@ -266,19 +266,18 @@ def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: C
         metrics = agentic.measure(profile, recipe, api, engine, key, out, console)
         client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": api}
     problems = agentic.problems(profile, metrics)
-    record = {
-        "run_id": run_id,
-        "kind": "agentic",
-        "context": {"profile": profile.name},
-        "profile": profile.model_dump(),
-        "client": client,
-        "metrics": metrics.model_dump(),
-        "problems": problems,
-        "telemetry": {},
-        "reference": {"per_user_tok_s": profile.per_user_target_tok_s} if profile.per_user_target_tok_s else None,
-        "provenance": provenance.record(recipe, host, json.loads((out / "host.json").read_text())),
-    }
-    path = runs.write(run_id, record)
+    record = RunRecord(
+        run_id=run_id,
+        kind="agentic",
+        context={"profile": profile.name},
+        profile=profile.model_dump(),
+        client=client,
+        metrics=metrics,
+        problems=problems,
+        reference={"per_user_tok_s": profile.per_user_target_tok_s} if profile.per_user_target_tok_s else None,
+        provenance=provenance.record(recipe, host, json.loads((out / "host.json").read_text())),
+    )
+    path = runs.write(record)
     return AgenticRun(run_id, recipe, profile, metrics, problems, path, time.monotonic() - started)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, computed_field
 
 from station.errors import StationError
 from station.recipe import BenchProfile
@@ -40,6 +40,7 @@ class BenchResult(BaseModel):
     spec_decode_acceptance_rate: float | None = None
     spec_decode_acceptance_length: float | None = None
 
+    @computed_field
     @property
     def achieved_concurrency(self) -> float:
         """Mean requests in flight over the run (Little's law: total latency / wall time)."""
@@ -47,6 +48,7 @@ class BenchResult(BaseModel):
             return 0.0
         return self.mean_e2el_ms / 1000 * self.completed / self.duration
 
+    @computed_field
     @property
     def client_bound(self) -> bool:
         return bool(self.max_concurrency) and self.achieved_concurrency < CLIENT_BOUND_SHARE * self.max_concurrency

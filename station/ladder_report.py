@@ -48,7 +48,7 @@ def table(state: LadderRun) -> Table:
 def markdown(state: LadderRun, ladder: Ladder, chart: Path) -> str:
     first_recipe = ladder.recipe(state.steps[0])
     profile = first_recipe.bench
-    first = runs.read(state.rows[0].run_id)["provenance"] if state.rows else {}
+    first = runs.read(state.rows[0].run_id).provenance.gpu if state.rows else None
     lines = [
         f"# Ladder {state.ladder} on {state.host}",
         "",
@@ -58,7 +58,7 @@ def markdown(state: LadderRun, ladder: Ladder, chart: Path) -> str:
         f"- Profile: {profile.input_len} in / {profile.output_len} out, {profile.concurrency} concurrent, "
         f"{profile.num_prompts} prompts, {profile.warmups} warm-ups",
         f"- Engine: `{first_recipe.engine.image}` (vLLM {first_recipe.engine.vllm_version})",
-        f"- GPU: {_gpus(first)}",
+        f"- GPU: {first.describe() if first else 'not recorded'}",
         f"- Published figures: {ladder.reference_hardware or 'none (unmeasured variant or CPU ladder)'}",
         f"- {ratio_note(state).capitalize()}; took {sum(row.seconds for row in state.rows) / 60:.1f} min",
         "",
@@ -74,16 +74,6 @@ def markdown(state: LadderRun, ladder: Ladder, chart: Path) -> str:
     if ladder.caveats:
         lines += ["", "## Caveats", "", *(f"- {caveat}" for caveat in ladder.caveats)]
     return "\n".join(lines) + "\n"
-
-
-def _gpus(provenance: dict) -> str:
-    gpu = provenance.get("gpu")
-    if gpu is None:
-        return "not recorded"
-    if not gpu["present"]:
-        return f"none ({gpu['reason']})"
-    names = sorted({device["name"] for device in gpu["gpus"]})
-    return f"{gpu['count']}x {', '.join(names)}, driver {gpu['driver_version']}, CUDA {gpu['cuda_version']}"
 
 
 def chart(state: LadderRun, path: Path) -> Path:

@@ -9,11 +9,14 @@ from typing import Any
 from rich.table import Table
 
 from station import charts, paths, runs
+from station.bench_result import BenchResult
 from station.errors import StationError
+from station.records import IndexEntry, RunRecord
+from station.telemetry import TelemetrySummary
 
 REPORTS = paths.RESULTS / "reports"
 
-# (label, key in the index or the metrics, format, higher is better)
+# (label, field of the run's metrics, format, higher is better); agentic runs lack some (shown as -)
 COMPARED = [
     ("Output tok/s", "output_throughput", "{:,.0f}", True),
     ("Total tok/s", "total_token_throughput", "{:,.0f}", True),
@@ -31,19 +34,19 @@ def _cell(value: Any, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _power(entry: dict[str, Any]) -> str:
-    if entry.get("avg_power_w") is None:
-        return "no GPU telemetry" if entry["gpu"] == "none" else "-"
-    per_joule = entry.get("output_tokens_per_joule")
-    return f"{entry['avg_power_w']:,.0f} W, {per_joule:.2f} tok/J" if per_joule else f"{entry['avg_power_w']:,.0f} W"
+def _power(entry: IndexEntry) -> str:
+    if entry.avg_power_w is None:
+        return "no GPU telemetry" if entry.gpu == "none" else "-"
+    per_joule = entry.output_tokens_per_joule
+    return f"{entry.avg_power_w:,.0f} W, {per_joule:.2f} tok/J" if per_joule else f"{entry.avg_power_w:,.0f} W"
 
 
-def _validity(entry: dict[str, Any]) -> str:
-    reason = runs.invalid(entry)
+def _validity(entry: IndexEntry) -> str:
+    reason = entry.invalid
     return "yes" if reason is None else f"no: {reason}"
 
 
-def runs_markdown(entries: list[dict[str, Any]], charts: list[Path]) -> str:
+def runs_markdown(entries: list[IndexEntry], charts: list[Path]) -> str:
     lines = [
         f"# station report, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
@@ -54,36 +57,36 @@ def runs_markdown(entries: list[dict[str, Any]], charts: list[Path]) -> str:
     ]
     for e in entries:
         lines.append(
-            f"| [{e['run_id']}](../../{e['run_id']}/result.json) | {e['host']} | {e['recipe']} | {e['gpu']} "
-            f"| {e['vllm_version']} | {e['output_throughput']:,.0f} | {e['p99_ttft_ms']:,.0f} "
-            f"| {_cell(e['p99_tpot_ms'], '{:,.1f}')} | {_power(e)} | {e['failed']} | {_validity(e)} |"
+            f"| [{e.run_id}](../../{e.run_id}/result.json) | {e.host} | {e.recipe} | {e.gpu} "
+            f"| {e.vllm_version} | {e.output_throughput:,.0f} | {e.p99_ttft_ms:,.0f} "
+            f"| {_cell(e.p99_tpot_ms, '{:,.1f}')} | {_power(e)} | {e.failed} | {_validity(e)} |"
         )
     lines += ["", *(f"![{chart.stem}]({chart.name})" for chart in charts)]
     return "\n".join(lines) + "\n"
 
 
-def _labels(entries: list[dict[str, Any]]) -> list[str]:
-    return [f"{e['recipe']}\n{e['run_id'][:16]}" for e in entries]
+def _labels(entries: list[IndexEntry]) -> list[str]:
+    return [f"{e.recipe}\n{e.run_id[:16]}" for e in entries]
 
 
-def chart_throughput(entries: list[dict[str, Any]], path: Path) -> Path:
+def chart_throughput(entries: list[IndexEntry], path: Path) -> Path:
     figure, axes = charts.new(max(6, 1.4 * len(entries)))
-    axes.bar(_labels(entries), [e["output_throughput"] for e in entries], color="#4477aa")
+    axes.bar(_labels(entries), [e.output_throughput for e in entries], color="#4477aa")
     axes.set_ylabel("output tokens/s")
     axes.set_title("Output throughput by run")
     axes.tick_params(axis="x", labelsize=7)
     return charts.save(figure, path)
 
 
-def chart_latency(records: list[dict[str, Any]], path: Path) -> Path | None:
-    records = [r for r in records if "p50_tpot_ms" in r["metrics"]]  # agentic runs report turns, not TPOT
-    if not records:
+def chart_latency(records: list[RunRecord], path: Path) -> Path | None:
+    measured = [r for r in records if isinstance(r.metrics, BenchResult)]  # agentic runs report turns, not TPOT
+    if not measured:
         return None
-    figure, axes = charts.new(max(8, 1.6 * len(records)), columns=2)
-    labels = [f"{r['provenance']['recipe']['name']}\n{r['run_id'][:16]}" for r in records]
+    figure, axes = charts.new(max(8, 1.6 * len(measured)), columns=2)
+    labels = [f"{r.provenance.recipe_name}\n{r.run_id[:16]}" for r in measured]
     for ax, metric in zip(axes, ("ttft", "tpot"), strict=True):
         for percentile, colour in (("p50", "#88ccee"), ("p99", "#cc6677")):
-            values = [r["metrics"][f"{percentile}_{metric}_ms"] for r in records]
+            values = [getattr(r.metrics, f"{percentile}_{metric}_ms") for r in measured]
             ax.plot(labels, values, "o-", color=colour, label=percentile)
         ax.set_title(f"{metric.upper()} (ms)")
         ax.legend()
@@ -91,27 +94,27 @@ def chart_latency(records: list[dict[str, Any]], path: Path) -> Path | None:
     return charts.save(figure, path)
 
 
-def chart_power(entries: list[dict[str, Any]], path: Path) -> Path | None:
-    measured = [e for e in entries if e.get("avg_power_w")]
+def chart_power(entries: list[IndexEntry], path: Path) -> Path | None:
+    measured = [e for e in entries if e.avg_power_w]
     if not measured:
         return None  # no GPU telemetry in these runs: the report says so per run
     figure, axes = charts.new(6)
-    axes.scatter([e["avg_power_w"] for e in measured], [e["output_throughput"] for e in measured], color="#117733")
+    axes.scatter([e.avg_power_w for e in measured], [e.output_throughput for e in measured], color="#117733")
     for e in measured:
-        axes.annotate(e["recipe"], (e["avg_power_w"], e["output_throughput"]), fontsize=7)
+        axes.annotate(e.recipe, (e.avg_power_w, e.output_throughput), fontsize=7)
     axes.set_xlabel("average GPU power (W)")
     axes.set_ylabel("output tokens/s")
     axes.set_title("Power against throughput")
     return charts.save(figure, path)
 
 
-def write_report(entries: list[dict[str, Any]]) -> Path:
+def write_report(entries: list[IndexEntry]) -> Path:
     """results/reports/<time>/report.md with its charts; returns the markdown path."""
     if not entries:
         raise StationError("no runs to report", "run `invoke smoke-bench` first, or check --run/--last")
     folder = REPORTS / f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
     folder.mkdir(parents=True)
-    records = [runs.read(e["run_id"]) for e in entries]
+    records = [runs.read(e.run_id) for e in entries]
     charts = [
         chart_throughput(entries, folder / "throughput.png"),
         chart_latency(records, folder / "latency.png"),
@@ -127,12 +130,12 @@ def comparison(a: str, b: str) -> list[tuple[str, str, str, str]]:
     records = [runs.read(a), runs.read(b)]
     rows = []
     for label, key, fmt, _ in COMPARED:
-        first, second = (r["metrics"].get(key) for r in records)
+        first, second = (getattr(r.metrics, key, None) for r in records)
         ratio = f"{second / first:.2f}x" if first and second is not None else "-"
         rows.append((label, _cell(first, fmt), _cell(second, fmt), ratio))
-    power = [r.get("telemetry") or {} for r in records]
+    power = [r.telemetry or TelemetrySummary(present=False) for r in records]
     for label, key in (("Avg GPU power W", "avg_power_w"), ("Output tok/J", "output_tokens_per_joule")):
-        first, second = power[0].get(key), power[1].get(key)
+        first, second = (getattr(p, key) for p in power)
         ratio = f"{second / first:.2f}x" if first and second else "-"
         rows.append((label, _cell(first, "{:,.2f}"), _cell(second, "{:,.2f}"), ratio))
     return rows

@@ -26,7 +26,9 @@ SANDBOX = Path(tempfile.mkdtemp(prefix="station-tests-"))
 os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results")
 os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
 
-from station import paths  # noqa: E402  (after the environment above)
+from station import bench_result, paths, provenance, recipe, runs  # noqa: E402  (after the environment above)
+from station.records import RunRecord  # noqa: E402
+from station.telemetry import TelemetrySummary  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
 
@@ -58,6 +60,27 @@ def clear_sandbox(keep_evidence: bool) -> None:
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def stored_run(
+    run_id: str, throughput: float = 1000, power: float | None = None, problems: tuple[str, ...] = ()
+) -> RunRecord:
+    """A cpu-smoke run written to results/ (wherever the test points paths.RESULTS): the fixture benchmark's
+    figures at `throughput`, with GPU power when `power` is given."""
+    smoke = recipe.load("cpu-smoke")
+    metrics = bench_result.parse(FIXTURES / "bench-result.json").model_copy(update={"output_throughput": throughput})
+    gpu = {"present": True, "count": 1, "gpus": [{"name": "NVIDIA H200"}]} if power else {"present": False}
+    per_joule = 2.5 if power else None
+    record = RunRecord(
+        run_id=run_id,
+        kind="smoke-bench",
+        metrics=metrics,
+        problems=list(problems),
+        telemetry=TelemetrySummary(present=bool(power), avg_power_w=power, output_tokens_per_joule=per_joule),
+        provenance=provenance.record(smoke, "local", {"gpu": gpu, "engine": {"image_id": "sha256:abc"}}),
+    )
+    runs.write(record)
+    return record
 
 
 @pytest.fixture

@@ -79,16 +79,16 @@ def test_provenance_has_the_gpu_facts_vllm_version_and_profile(bench, smoke) -> 
 
 def test_the_run_is_in_the_index(bench) -> None:
     (entry,) = runs.select([bench.record["run_id"]])
-    assert entry["output_throughput"] == bench.record["metrics"]["output_throughput"]
-    assert entry["gpu"] == "none" and entry["recipe"] == "cpu-smoke"
+    assert entry.output_throughput == bench.record["metrics"]["output_throughput"]
+    assert entry.gpu == "none" and entry.recipe == "cpu-smoke"
 
 
 def test_the_regression_gate_fails_against_a_better_baseline_and_says_by_how_much(bench) -> None:
-    better = json.loads((bench.run_dir / "result.json").read_text())
-    better["run_id"] = f"{bench.record['run_id']}-better-baseline"
-    better["metrics"]["output_throughput"] *= 2
-    runs.write(better["run_id"], better)
-    run = invoke("smoke-bench", "--host", "local", "--baseline", better["run_id"])
+    measured = runs.read(bench.record["run_id"])
+    doubled = measured.metrics.model_copy(update={"output_throughput": measured.metrics.output_throughput * 2})
+    better = measured.model_copy(update={"run_id": f"{measured.run_id}-better-baseline", "metrics": doubled})
+    runs.write(better)
+    run = invoke("smoke-bench", "--host", "local", "--baseline", better.run_id)
     assert run.returncode == 1, run.output
-    assert f"regression against {better['run_id']}: output throughput fell" in run.output
+    assert f"regression against {better.run_id}: output throughput fell" in run.output
     assert re.search(r"fell (4[0-9]|5[0-9])\.[0-9]%", run.output), run.output

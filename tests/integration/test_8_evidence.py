@@ -19,7 +19,7 @@ from tests.integration.conftest import invoke, succeeded
 @pytest.fixture(scope="module")
 def two_runs() -> list[str]:
     """The two newest stored runs (the ladder's last steps when the whole suite runs)."""
-    newest = [entry["run_id"] for entry in runs.select(last=2)]
+    newest = [entry.run_id for entry in runs.select(last=2)]
     assert len(newest) == 2, "needs two stored runs: run the integration tests in order"
     return newest
 
@@ -43,8 +43,8 @@ def test_compare_prints_and_writes_ratios(two_runs) -> None:
 
 def test_cost_of_a_measured_run(two_runs) -> None:
     (entry,) = runs.select(two_runs[-1:])
-    run = succeeded(invoke("cost", "--run", entry["run_id"], "--gpu-hour-price", "4", "--api-price", "1"))
-    throughput = entry["output_throughput"]
+    run = succeeded(invoke("cost", "--run", entry.run_id, "--gpu-hour-price", "4", "--api-price", "1"))
+    throughput = entry.output_throughput
     expected = 4 / (throughput * 3600 / 1e6)
     assert f"USD {expected:,.4f} per M output tokens" in run.output
 

@@ -6,8 +6,26 @@ import pytest
 
 from station import recipe
 from station.gate import Margins, regressions, unlike, unusable_baseline
+from station.records import IndexEntry
 
-BASE = {"output_throughput": 1000.0, "p99_ttft_ms": 2000.0}
+SMOKE = recipe.load("cpu-smoke")
+BASELINE = IndexEntry(
+    run_id="r1",
+    date="2026-11-29T10:00:00+00:00",
+    kind="smoke-bench",
+    host="local",
+    recipe="cpu-smoke",
+    vllm_version="0.32.0",
+    gpu="1x NVIDIA H200",
+    output_throughput=1000.0,
+    p99_ttft_ms=2000.0,
+    failed=0,
+    profile=SMOKE.bench.model_dump(),
+)
+
+
+def measured(**changed) -> IndexEntry:
+    return BASELINE.model_copy(update=changed)
 
 
 @pytest.mark.parametrize(
@@ -21,26 +39,13 @@ BASE = {"output_throughput": 1000.0, "p99_ttft_ms": 2000.0}
     ],
 )
 def test_default_margins(throughput: float, ttft: float, expected: list[str]) -> None:
-    assert regressions(BASE, {"output_throughput": throughput, "p99_ttft_ms": ttft}, Margins()) == expected
+    assert regressions(BASELINE, measured(output_throughput=throughput, p99_ttft_ms=ttft), Margins()) == expected
 
 
 def test_margins_are_configurable() -> None:
-    current = {"output_throughput": 940.0, "p99_ttft_ms": 2000.0}
-    assert regressions(BASE, current, Margins(throughput_drop_pct=10)) == []
-    assert len(regressions(BASE, current, Margins(throughput_drop_pct=1))) == 1
-
-
-SMOKE = recipe.load("cpu-smoke")
-BASELINE = {
-    "run_id": "r1",
-    "kind": "smoke-bench",
-    "failed": 0,
-    "recipe": "cpu-smoke",
-    "profile": SMOKE.bench.model_dump(),
-    "problems": [],
-    "client_bound": False,
-    "gpu": "1x NVIDIA H200",
-}
+    current = measured(output_throughput=940.0)
+    assert regressions(BASELINE, current, Margins(throughput_drop_pct=10)) == []
+    assert len(regressions(BASELINE, current, Margins(throughput_drop_pct=1))) == 1
 
 
 @pytest.mark.parametrize(
@@ -58,16 +63,14 @@ BASELINE = {
     ],
 )
 def test_an_invalid_or_mismatched_baseline_is_refused_with_its_reason(change: dict, reason: str) -> None:
-    assert reason in unusable_baseline(BASELINE | change, SMOKE)
+    assert reason in unusable_baseline(measured(**change), SMOKE)
 
 
 def test_a_valid_baseline_of_the_same_recipe_is_usable() -> None:
     assert unusable_baseline(BASELINE, SMOKE) is None
-    assert unusable_baseline({k: v for k, v in BASELINE.items() if k not in ("profile", "problems")}, SMOKE) is None
+    assert unusable_baseline(measured(profile=None), SMOKE) is None  # indexed before profiles were
 
 
 def test_a_run_on_another_gpu_is_not_judged_against_the_baseline() -> None:
-    assert unlike(BASELINE, BASELINE | {"run_id": "r2"}) is None
-    assert (
-        unlike(BASELINE, BASELINE | {"gpu": "1x NVIDIA B200"}) == "r1 ran on 1x NVIDIA H200, this run on 1x NVIDIA B200"
-    )
+    assert unlike(BASELINE, measured(run_id="r2")) is None
+    assert unlike(BASELINE, measured(gpu="1x NVIDIA B200")) == "r1 ran on 1x NVIDIA H200, this run on 1x NVIDIA B200"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from station import ladder, ladder_report, paths, recipe
 from station.errors import StationError
+from tests.conftest import stored_run
 
 
 @pytest.fixture
@@ -86,8 +86,7 @@ def test_report_and_chart_are_written(cpu_ladder, results) -> None:
     run.rows = [row(0, 700, published=6058), row(1, 1850, published=7000)]
     run.finished = "2026-11-29T12:00:00+00:00"
     for r in run.rows:
-        (results / r.run_id).mkdir()
-        (results / r.run_id / "result.json").write_text(json.dumps({"provenance": {"gpu": None}}))
+        stored_run(r.run_id, r.output_throughput)
     report, chart = ladder_report.write(run, cpu_ladder)
     text = report.read_text()
     assert "| 1 | change 1 | 1,850 | 2.64x | 7,000 | 1,001 | 50.0 | - |" in text

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from station import bench_result, paths, provenance, recipe, run_report, runs, tunnel
+from station import paths, run_report, runs, tunnel
+from station.agentic import AgenticMetrics
 from station.errors import StationError
-from tests.conftest import FIXTURES
+from tests.conftest import stored_run as store
 
 
 @pytest.fixture
@@ -18,29 +19,12 @@ def results(tmp_path, monkeypatch):
     return tmp_path
 
 
-def store(run_id: str, throughput: float, power: float | None = None, problems: tuple[str, ...] = ()) -> dict:
-    smoke = recipe.load("cpu-smoke")
-    metrics = bench_result.parse(FIXTURES / "bench-result.json").model_dump() | {"output_throughput": throughput}
-    gpu = {"present": True, "count": 1, "gpus": [{"name": "NVIDIA H200"}]} if power else {"present": False}
-    record = {
-        "run_id": run_id,
-        "kind": "smoke-bench",
-        "context": {},
-        "metrics": metrics,
-        "problems": list(problems),
-        "telemetry": {"present": bool(power), "avg_power_w": power, "output_tokens_per_joule": 2.5 if power else None},
-        "provenance": provenance.record(smoke, "local", {"gpu": gpu, "engine": {"image_id": "sha256:abc"}}),
-    }
-    runs.write(run_id, record)
-    return record
-
-
 def test_every_run_is_indexed_and_selectable(results) -> None:
     store("20261129T100000Z-local-cpu-smoke", 1000)
     store("20261129T110000Z-local-cpu-smoke", 1100, power=300)
     entries = runs.select(last=1)
-    assert [e["run_id"] for e in entries] == ["20261129T110000Z-local-cpu-smoke"]
-    assert entries[0]["gpu"] == "1x NVIDIA H200" and entries[0]["avg_power_w"] == 300
+    assert [e.run_id for e in entries] == ["20261129T110000Z-local-cpu-smoke"]
+    assert entries[0].gpu == "1x NVIDIA H200" and entries[0].avg_power_w == 300
     assert runs.select(host="sim") == []
     with pytest.raises(StationError, match="no run nope"):
         runs.select(["nope"])
@@ -49,7 +33,7 @@ def test_every_run_is_indexed_and_selectable(results) -> None:
 def test_the_index_is_rebuilt_from_the_run_folders(results) -> None:
     store("20261129T100000Z-local-cpu-smoke", 1000)
     runs.index_path().unlink()
-    assert [e["output_throughput"] for e in runs.index()] == [1000]
+    assert [e.output_throughput for e in runs.index()] == [1000]
 
 
 def test_report_has_a_row_per_run_and_its_charts(results) -> None:
@@ -68,8 +52,8 @@ def test_the_index_and_the_report_say_which_runs_are_no_measurement(results) -> 
     store("20261129T100000Z-local-cpu-smoke", 1000, problems=("60 requests completed, 64 were sent",))
     store("20261129T110000Z-local-cpu-smoke", 1100)
     invalid, valid = runs.select(last=2)
-    assert runs.invalid(valid) is None
-    assert runs.invalid(invalid) == "not a valid measurement: 60 requests completed, 64 were sent"
+    assert valid.invalid is None
+    assert invalid.invalid == "not a valid measurement: 60 requests completed, 64 were sent"
     text = run_report.write_report([invalid, valid]).read_text()
     assert "| no: not a valid measurement: 60 requests completed, 64 were sent |" in text
     assert text.count("| yes |") == 1
@@ -126,9 +110,28 @@ def test_tunnel_can_forward_one_service_to_another_local_port() -> None:
 def test_a_report_with_an_agentic_run_shows_it_without_tpot(results) -> None:
     store("20261129T100000Z-local-cpu-smoke", 1000)
     agentic = store("20261129T110000Z-local-cpu-smoke-agentic-cpu", 600)
-    agentic["kind"] = "agentic"
-    agentic["metrics"] = {"output_throughput": 600, "p99_ttft_ms": 280.0, "p99_tpot_ms": None, "failed": 0}
-    runs.write(agentic["run_id"], agentic)  # rewritten as an agentic record: no TPOT, turns instead
+    turns = AgenticMetrics(
+        sessions=2,
+        sessions_completed=2,
+        sessions_failed=0,
+        requests=6,
+        failed=0,
+        duration_s=10.0,
+        output_throughput=600,
+        per_session_tok_s_p10=280.0,
+        per_session_tok_s_p50=300.0,
+        turn_latency_p50_ms=500.0,
+        turn_latency_p99_ms=900.0,
+        p99_ttft_ms=280.0,
+        ttft_p99_by_turn_ms=[300.0, 200.0, 150.0],
+        achieved_concurrency=2.0,
+        expected_concurrency=2.0,
+        client_bound=False,
+        prefix_cache_hit_rate=0.8,
+        engine_generation_tokens=6000,
+    )
+    # rewritten as an agentic record: no TPOT, turns instead
+    runs.write(agentic.model_copy(update={"kind": "agentic", "metrics": turns, "telemetry": None}))
     (results / "index.jsonl").unlink()  # rebuilt from the run folders
     path = run_report.write_report(runs.select(last=2))
     row = next(line for line in path.read_text().splitlines() if "agentic-cpu" in line)
