@@ -181,31 +181,18 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
         with on_host(host, "smoke-bench"):
             replay_agentic(host, recipe, profiles.load(profile), baseline)
         return
-    configured = gate.Margins(**c.config.station.gate)
-    margins = gate.Margins(
-        throughput_drop_pct=configured.throughput_drop_pct
-        if max_throughput_drop is None
-        else float(max_throughput_drop),
-        ttft_p99_rise_pct=configured.ttft_p99_rise_pct if max_ttft_rise is None else float(max_ttft_rise),
-    )
+    margins = gate.margins(c.config.station.gate, max_throughput_drop, max_ttft_rise)
     with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None
-        refused = base and gate.unusable_baseline(base, recipe)
-        if refused:
-            raise StationError(f"not a usable baseline: {refused}", "pick a valid run of the same recipe and profile")
+        if base:
+            gate.require_usable_baseline(base, recipe)
         run = actions.smoke_bench(host, recipe, console)
         console.print(report.bench(run))
         console.print(f"Result with provenance: {run.record_path}")
         if run.problems:
             raise StationError("not a valid measurement: " + "; ".join(run.problems), "see bench.log beside it")
         if base:
-            current = runs.entry(run.run_id)
-            unlike = gate.unlike(base, current)
-            if unlike:
-                raise StationError(f"not comparable with {baseline}: {unlike}", "gate against a run on this GPU")
-            regressed = gate.regressions(base, current, margins)
-            if regressed:
-                raise StationError(f"regression against {baseline}: " + "; ".join(regressed), "compare: invoke compare")
+            gate.require_no_regression(base, runs.entry(run.run_id), margins)
             console.print(f"[green]No regression[/] against {baseline} (margins {margins}).", highlight=False)
 
 
@@ -356,25 +343,19 @@ def price(
     """Cost per million output tokens self-hosted at a measured throughput, against an API; break-even utilisation."""
     with user_errors():
         if published:
-            fields = dict(cost.PUBLISHED_CLAIM)
+            scenario = cost.scenario(**cost.PUBLISHED_CLAIM)
         else:
-            measured = runs.select([run])[0] if run else None
-            refused = measured and measured.invalid
-            if refused:
-                raise StationError(f"{run} is no cost input: it was {refused}", "price a valid run, or --tokens-per-s")
-            if power_kw is None and measured and measured.avg_power_w:
-                power_kw = measured.avg_power_w / 1000
-            fields = {
-                "output_tokens_per_s": tokens_per_s or (measured.output_throughput if measured else None),
-                "utilisation": utilisation,
-                "api_price_per_mtok": api_price,
-                "gpu_hour_price": gpu_hour_price,
-                "capex": capex,
-                "lifetime_years": lifetime_years,
-                "power_kw": power_kw if capex else None,
-                "power_price_kwh": power_price_kwh,
-            }
-        scenario = cost.scenario(**fields)
+            scenario = cost.of_run(
+                runs.select([run])[0] if run else None,
+                output_tokens_per_s=tokens_per_s,
+                utilisation=utilisation,
+                api_price_per_mtok=api_price,
+                gpu_hour_price=gpu_hour_price,
+                capex=capex,
+                lifetime_years=lifetime_years,
+                power_kw=power_kw,
+                power_price_kwh=power_price_kwh,
+            )
         console.print(report.cost(scenario, cost.compute(scenario)))
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from station.errors import StationError
+from station.records import IndexEntry
 
 HOURS_PER_YEAR = 8760
 
@@ -93,6 +94,22 @@ def scenario(**fields: object) -> Scenario:
             f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
         )
         raise StationError(f"cost inputs are invalid: {problems}", "see `invoke --help cost`") from exc
+
+
+def of_run(measured: IndexEntry | None, **given: object) -> Scenario:
+    """A Scenario priced at a stored run's throughput (unless `output_tokens_per_s` is given) and, for an owned
+    host, its measured GPU power (unless `power_kw` is); a run that is no valid measurement is no cost input."""
+    if measured is not None:
+        if measured.invalid:
+            raise StationError(
+                f"{measured.run_id} is no cost input: it was {measured.invalid}", "price a valid run, or --tokens-per-s"
+            )
+        given["output_tokens_per_s"] = given.get("output_tokens_per_s") or measured.output_throughput
+        if given.get("power_kw") is None and measured.avg_power_w:
+            given["power_kw"] = measured.avg_power_w / 1000
+    if given.get("capex") is None:
+        given["power_kw"] = None  # power is priced with an owned host only; a rental's price includes it
+    return scenario(**given)
 
 
 # The published claim: "about 66% cheaper than paying per API call at full

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from station.errors import StationError
 from station.recipe import BenchProfile, Recipe
 from station.records import IndexEntry
 
@@ -14,6 +15,17 @@ class Margins:
 
     throughput_drop_pct: float = 5.0
     ttft_p99_rise_pct: float = 10.0
+
+
+def margins(
+    configured: dict[str, float], throughput_drop_pct: object = None, ttft_p99_rise_pct: object = None
+) -> Margins:
+    """The margins in force: the command line's where given, else the configuration's (invoke.yaml), else ours."""
+    base = Margins(**configured)
+    return Margins(
+        throughput_drop_pct=base.throughput_drop_pct if throughput_drop_pct is None else float(throughput_drop_pct),
+        ttft_p99_rise_pct=base.ttft_p99_rise_pct if ttft_p99_rise_pct is None else float(ttft_p99_rise_pct),
+    )
 
 
 def change_pct(baseline: float, current: float) -> float:
@@ -60,3 +72,19 @@ def unlike(baseline: IndexEntry, current: IndexEntry) -> str | None:
 
 def _profile(profile: BenchProfile) -> str:
     return f"{profile.input_len} in / {profile.output_len} out, {profile.concurrency} concurrent"
+
+
+def require_usable_baseline(baseline: IndexEntry, recipe: Recipe) -> None:
+    refused = unusable_baseline(baseline, recipe)
+    if refused:
+        raise StationError(f"not a usable baseline: {refused}", "pick a valid run of the same recipe and profile")
+
+
+def require_no_regression(baseline: IndexEntry, current: IndexEntry, margins: Margins) -> None:
+    """Refuse a run measured on another GPU than its baseline, or worse than it beyond the margins."""
+    different = unlike(baseline, current)
+    if different:
+        raise StationError(f"not comparable with {baseline.run_id}: {different}", "gate against a run on this GPU")
+    regressed = regressions(baseline, current, margins)
+    if regressed:
+        raise StationError(f"regression against {baseline.run_id}: " + "; ".join(regressed), "compare: invoke compare")

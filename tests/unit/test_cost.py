@@ -6,6 +6,7 @@ import pytest
 
 from station import cost
 from station.errors import StationError
+from station.records import IndexEntry
 
 
 def test_rented_host_hand_computed() -> None:
@@ -70,3 +71,35 @@ def test_bad_inputs_are_named(fields: dict, message: str) -> None:
     with pytest.raises(StationError, match="cost inputs are invalid") as error:
         cost.scenario(**(base | fields))
     assert message in error.value.problem
+
+
+MEASURED = IndexEntry(
+    run_id="r1",
+    date="2026-11-29T10:00:00+00:00",
+    kind="smoke-bench",
+    host="dgx01",
+    recipe="nemotron-3.5-super-vl-gb300",
+    vllm_version="0.32.0",
+    gpu="1x NVIDIA GB300",
+    output_throughput=11840.0,
+    p99_ttft_ms=900.0,
+    failed=0,
+    avg_power_w=1200.0,
+)
+OWNED = {"capex": 100_000, "lifetime_years": 4, "power_price_kwh": 0.2, "api_price_per_mtok": 0.42, "utilisation": 1}
+
+
+def test_a_run_is_priced_at_its_measured_throughput_and_power() -> None:
+    priced = cost.of_run(MEASURED, **OWNED)
+    assert priced.output_tokens_per_s == 11840.0 and priced.host.power_kw == pytest.approx(1.2)
+    assert cost.of_run(MEASURED, **OWNED, power_kw=2.0).host.power_kw == 2.0  # the command line's wins
+
+
+def test_a_rented_host_s_price_includes_its_power() -> None:
+    rented = cost.of_run(MEASURED, gpu_hour_price=6, api_price_per_mtok=0.42, utilisation=1)
+    assert rented.host.power_kw is None and rented.host.per_hour == 6
+
+
+def test_a_run_that_is_no_measurement_is_no_cost_input() -> None:
+    with pytest.raises(StationError, match="r1 is no cost input: it was not a valid measurement: 3 failed"):
+        cost.of_run(MEASURED.model_copy(update={"failed": 3}), **OWNED)

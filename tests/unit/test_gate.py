@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from station import recipe
-from station.gate import Margins, regressions, unlike, unusable_baseline
+from station.errors import StationError
+from station.gate import Margins, margins, regressions, require_no_regression, unlike, unusable_baseline
 from station.records import IndexEntry
 
 SMOKE = recipe.load("cpu-smoke")
@@ -74,3 +75,22 @@ def test_a_valid_baseline_of_the_same_recipe_is_usable() -> None:
 def test_a_run_on_another_gpu_is_not_judged_against_the_baseline() -> None:
     assert unlike(BASELINE, measured(run_id="r2")) is None
     assert unlike(BASELINE, measured(gpu="1x NVIDIA B200")) == "r1 ran on 1x NVIDIA H200, this run on 1x NVIDIA B200"
+
+
+def test_the_command_line_s_margins_win_over_the_configuration_s() -> None:
+    assert margins({}, None, None) == Margins()
+    assert margins({"throughput_drop_pct": 2.0}, None, "20") == Margins(throughput_drop_pct=2.0, ttft_p99_rise_pct=20)
+    assert margins({"throughput_drop_pct": 2.0}, "7", None).throughput_drop_pct == 7
+
+
+@pytest.mark.parametrize(
+    ("current", "refusal"),
+    [
+        (measured(gpu="1x NVIDIA B200"), "not comparable with r1: r1 ran on 1x NVIDIA H200"),
+        (measured(output_throughput=900.0), "regression against r1: output throughput fell 10.0%"),
+    ],
+)
+def test_a_run_unlike_or_worse_than_its_baseline_is_refused(current: IndexEntry, refusal: str) -> None:
+    with pytest.raises(StationError, match=refusal):
+        require_no_regression(BASELINE, current, Margins())
+    require_no_regression(BASELINE, measured(run_id="r2"), Margins())  # the same figures pass
