@@ -47,8 +47,8 @@ def require_buildable(host: str, host_architecture: str, controller_architecture
     raise StationError(
         f"{host} is {host_architecture} and this controller is {controller_architecture}: images built here would "
         f"not run there, and nothing was built or copied",
-        f"run station from a {host_architecture} controller: on {host} itself (`invoke deploy --host local` there) "
-        f"or on another {host_architecture} machine that reaches it (see docs/gpu-hosts.md)",
+        f"run station from a {host_architecture} controller: {host} itself (an inventory host with "
+        f"ansible_connection: local) or another {host_architecture} machine that reaches it (see docs/gpu-hosts.md)",
     )
 
 

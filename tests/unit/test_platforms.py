@@ -24,4 +24,4 @@ def test_a_host_of_another_architecture_is_refused_with_both_named_and_the_way_o
         platforms.require_buildable("dgx01", "aarch64", "x86_64")
     assert "dgx01 is aarch64 and this controller is x86_64" in refused.value.problem
     assert "nothing was built or copied" in refused.value.problem
-    assert "aarch64 controller" in refused.value.hint and "invoke deploy --host local" in refused.value.hint
+    assert "aarch64 controller" in refused.value.hint and "ansible_connection: local" in refused.value.hint
