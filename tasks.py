@@ -1,6 +1,6 @@
 """station's command line: `invoke --list` shows the tasks, `invoke --help TASK` their options.
 
-Thin by design: each task parses its arguments, calls station.actions, prints.
+Thin by design: each task parses its arguments, calls station, prints.
 """
 
 from __future__ import annotations
@@ -15,28 +15,17 @@ from contextlib import contextmanager
 from invoke import Collection, Context, Exit, task
 from rich.console import Console
 
-from station import (
-    accuracy,
-    actions,
-    argcheck,
-    cost,
-    gate,
-    ladder,
-    ladder_report,
-    lock,
-    paths,
-    profiles,
-    report,
-    run_report,
-    runs,
-    sim,
-    traffic,
-    tunnel,
-)
-from station import agent_check as agents
-from station import promote as promotion
-from station import recipe as recipes
+from station import paths
+from station.bench import accuracy, capture, cost, gate, ladder, measure, runs, traffic
+from station.deploy import actions, argcheck, delivery, lock, sim, tunnel
+from station.deploy import agent_check as agents
 from station.errors import StationError
+from station.recipes import profiles
+from station.recipes import recipe as recipes
+from station.reports import ladder as ladder_report
+from station.reports import runs as run_report
+from station.reports import tables as report
+from station.tune import promote as promotion
 from station.tune import run as tuning
 from station.tune import space as spaces
 
@@ -82,7 +71,7 @@ def bundle(c, host=None, recipe=None):
     """Build the offline bundle (images and wheels) a host without registry access needs for a recipe."""
     host, recipe = host_and_recipe(c, host, recipe)
     with user_errors():
-        console.print(f"Offline bundle: {actions.build_bundle(host, recipes.load(recipe), console)}")
+        console.print(f"Offline bundle: {delivery.build_bundle(host, recipes.load(recipe), console)}")
 
 
 def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
@@ -186,7 +175,7 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
         base = runs.select([baseline])[0] if baseline else None
         if base:
             gate.require_usable_baseline(base, recipe)
-        run = actions.smoke_bench(host, recipe, console)
+        run = measure.smoke_bench(host, recipe, console)
         console.print(report.bench(run))
         console.print(f"Result with provenance: {run.record_path}")
         if run.problems:
@@ -199,7 +188,7 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
 def replay_agentic(host: str, recipe: recipes.Recipe, profile: profiles.AgenticProfile, baseline: str) -> None:
     if baseline:
         raise StationError("--baseline gates the random profile only", "drop --baseline, or --profile random")
-    run = actions.agentic_bench(host, recipe, profile, console)
+    run = measure.agentic_bench(host, recipe, profile, console)
     console.print(report.agentic(run))
     console.print(f"Result with provenance: {run.record_path}")
     if run.problems:
@@ -395,7 +384,7 @@ def profile_capture(c, host=None, window="1h"):
     """Capture the live traffic (lengths, rate, concurrency, cache hits) as a profile; it becomes the reference."""
     host, _ = host_and_recipe(c, host)
     with user_errors():
-        profile, path = actions.capture_traffic(host, window, console)
+        profile, path = capture.capture_traffic(host, window, console)
         console.print(report.traffic_profile(profile, path))
 
 
@@ -407,7 +396,7 @@ def profile_drift(c, host=None, window="1h", against=""):
     """Compare the live traffic's shape with a captured profile; exits non-zero when it has drifted."""
     host, _ = host_and_recipe(c, host)
     with user_errors():
-        reference, drifts = actions.traffic_drift(host, window, against, console)
+        reference, drifts = capture.traffic_drift(host, window, against, console)
         threshold = traffic.drift_ratio()
         console.print(report.traffic_drift(reference, drifts, threshold))
         moved = [row.quantity for row in drifts if row.beyond(threshold)]

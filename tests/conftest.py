@@ -26,9 +26,11 @@ SANDBOX = Path(tempfile.mkdtemp(prefix="station-tests-"))
 os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results")
 os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
 
-from station import bench_result, paths, provenance, recipe, runs  # noqa: E402  (after the environment above)
-from station.records import RunRecord  # noqa: E402
-from station.telemetry import TelemetrySummary  # noqa: E402
+from station import paths  # noqa: E402
+from station.bench import bench_result, provenance, runs  # noqa: E402  (after the environment above)
+from station.bench.records import RunRecord  # noqa: E402
+from station.bench.telemetry import TelemetrySummary  # noqa: E402
+from station.recipes import recipe  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
 

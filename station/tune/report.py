@@ -10,7 +10,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from rich.table import Table
 
-from station import charts, paths
+from station import paths
+from station.reports import charts
 from station.tune.search import TuneRun, feasible, measurement, ranked
 from station.tune.space import render_values
 

@@ -8,11 +8,14 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from station import actions, inventory, paths, profiles, render
-from station import recipe as recipes
+from station import paths
+from station.bench import capture
+from station.deploy import actions, inventory
 from station.errors import StationError
-from station.profiles import AgenticProfile
-from station.recipe import Recipe
+from station.recipes import profiles, render
+from station.recipes import recipe as recipes
+from station.recipes.profiles import AgenticProfile
+from station.recipes.recipe import Recipe
 from station.tune import report, search
 from station.tune.search import TuneRun
 from station.tune.space import SearchSpace, candidate
@@ -29,7 +32,7 @@ def replay_for(host: str, recipe_ref: str, profile_ref: str, traffic_ref: str) -
     shape = profiles.load(profile_ref)
     if not traffic_ref:
         return shape
-    _, captured = actions.captured_traffic(host, traffic_ref)
+    _, captured = capture.captured_traffic(host, traffic_ref)
     return profiles.replaying(captured, shape)
 
 

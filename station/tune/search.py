@@ -29,8 +29,8 @@ from rich.console import Console
 
 from station import paths
 from station.errors import StationError
-from station.profiles import AgenticProfile
-from station.recipe import Recipe
+from station.recipes.profiles import AgenticProfile
+from station.recipes.recipe import Recipe
 from station.tune.space import SearchSpace, candidate, render_values
 from station.tune.trials import Measurement
 

@@ -4,7 +4,7 @@ A space is a YAML file under recipes/spaces/ (or anywhere, given by path),
 validated like recipes. Each flag has a list of `choices` or a numeric range
 (`low`, `high`, optional `step` and `log`); a candidate is the recipe the tune
 starts from with the sampled values on top. The objective and constraints
-name figures of an agentic replay (station.agentic.AgenticMetrics).
+name figures of an agentic replay (station.bench.agentic.AgenticMetrics).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import optuna
 from pydantic import Field, model_validator
 
 from station import paths
-from station.recipe import (
+from station.recipes.recipe import (
     FLAG_NAME,
     NAME,
     RESERVED_FLAGS,

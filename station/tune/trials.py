@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from station import agentic, candidate, keys
-from station.agentic import AgenticMetrics
+from station.bench import agentic, measure
+from station.bench.agentic import AgenticMetrics
+from station.deploy import candidate, keys
 from station.errors import StationError
-from station.profiles import AgenticProfile
-from station.recipe import Recipe
+from station.recipes.profiles import AgenticProfile
+from station.recipes.recipe import Recipe
 
 
 class Measurement(BaseModel):
@@ -49,7 +50,7 @@ def measure_held_back(
     keys.api_key(host)  # no key, no deployment: refused before any trial starts
     try:
         with candidate.held_back(host, recipe, console):
-            metrics = candidate.replay(host, profile, recipe, out, console)
+            metrics = measure.replay(host, profile, recipe, out, console)
     except StationError as refused:
         (out / "error.txt").write_text(f"{refused}\n")
         return Measurement(

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station import paths, playbook
+from station import paths
+from station.deploy import playbook
 from station.errors import StationError
 from tests.conftest import FIXTURES
 

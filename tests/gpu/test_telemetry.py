@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from station import paths, telemetry
+from station import paths
+from station.bench import telemetry
 
 pytestmark = pytest.mark.gpu
 

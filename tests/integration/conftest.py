@@ -23,8 +23,10 @@ import pytest
 import requests
 import testinfra
 
-from station import images, inventory, paths, recipe, render
+from station import paths
+from station.deploy import images, inventory
 from station.errors import StationError
+from station.recipes import recipe, render
 
 ENGINE = "station-vllm"
 ROUTER = "station-router"

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from station import paths, profiles
+from station import paths
+from station.recipes import profiles
 from tests.integration.conftest import (
     GENERATED,
     Invocation,

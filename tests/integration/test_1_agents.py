@@ -12,7 +12,8 @@ import openai
 import pytest
 import yaml
 
-from station import agent_check, paths
+from station import paths
+from station.deploy import agent_check
 from tests.integration.conftest import API_URL, ENGINE, invoke, router_workers, succeeded
 
 CAPABILITIES = [

@@ -8,7 +8,8 @@ import openai
 import pytest
 import requests
 
-from station import paths, render
+from station import paths
+from station.recipes import render
 from tests.integration.conftest import (
     API_URL,
     ENGINE,

@@ -6,7 +6,8 @@ import json
 import re
 import subprocess
 
-from station import paths, runs
+from station import paths
+from station.bench import runs
 from tests.integration.conftest import engine_argv, invoke
 
 

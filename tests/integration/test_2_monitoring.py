@@ -18,7 +18,8 @@ import pytest
 import requests
 import yaml
 
-from station import dashboards, paths
+from station import paths
+from station.generators import dashboards
 from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL, promtool
 
 # Panels and rules with no data off-GPU: no MTP head on the tiny model, no DCGM exporter.

@@ -129,7 +129,7 @@ def test_check_recipe_on_the_controller_rejects_a_misspelt_flag(tmp_path, cpu_la
 
 @pytest.mark.parametrize("command", [["deploy"], ["smoke-bench"], ["down"]])
 def test_a_second_command_on_a_busy_host_is_refused(engine_id, docker_client, command: list[str]) -> None:
-    from station import lock
+    from station.deploy import lock
 
     with lock.host("local", "ladder"):
         run = invoke(*command, "--host", "local")

@@ -10,7 +10,8 @@ import openai
 import pytest
 import yaml
 
-from station import paths, render
+from station import paths
+from station.recipes import render
 from tests.integration.conftest import (
     API_URL,
     ENGINE,

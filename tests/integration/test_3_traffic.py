@@ -10,7 +10,8 @@ import openai
 import pytest
 import yaml
 
-from station import actions, traffic
+from station.bench import capture, traffic
+from station.recipes import captures
 from tests.integration.conftest import API_URL, Invocation, invoke, prometheus_query, promtool, succeeded, wait_for
 
 SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
@@ -52,10 +53,10 @@ def bucket(value: float) -> tuple[float, float]:
 
 
 @pytest.fixture(scope="module")
-def captured(first_deploy, api_key, smoke) -> tuple[Sent, Invocation, traffic.TrafficProfile]:
+def captured(first_deploy, api_key, smoke) -> tuple[Sent, Invocation, captures.TrafficProfile]:
     sent = send(api_key, smoke.model.served_name, words=150, output_tokens=16)
     run = succeeded(invoke("profile-capture", "--window", sent.window))
-    return sent, run, traffic.read(traffic.latest(actions.TRAFFIC_PROFILES, "local"))
+    return sent, run, captures.read(captures.latest(capture.TRAFFIC_PROFILES, "local"))
 
 
 def test_the_capture_counts_every_request_it_was_given(captured, smoke) -> None:
@@ -81,7 +82,7 @@ def test_the_capture_reproduces_the_lengths_within_a_histogram_bucket(captured) 
 def test_the_capture_becomes_the_reference_the_drift_alert_reads(captured) -> None:
     sent, _, _ = captured
     # This capture's gauge: until Prometheus scrapes the new file, it still has the host's previous reference.
-    written = traffic.latest(actions.TRAFFIC_PROFILES, "local").name
+    written = captures.latest(capture.TRAFFIC_PROFILES, "local").name
     query = f'station_traffic_reference{{quantity="prompt_tokens_mean", profile="{written}"}}'
     assert wait_for(lambda: prometheus_query(query), 30, "the reference gauge") == pytest.approx(sent.prompt_tokens)
 

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station import argcheck, profiles, recipe
+from station.deploy import argcheck
+from station.recipes import profiles, recipe
 from station.tune import search
 from station.tune import space as spaces
 from tests.integration.conftest import (

@@ -13,9 +13,10 @@ import testinfra
 import yaml
 from rich.console import Console
 
-from station import bundle, paths, platforms, playbook, sim
+from station import paths
+from station.deploy import bundle, platforms, playbook, sim
 from station.errors import StationError
-from station.recipe import LOCAL_IMAGES
+from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES
 from tests.integration.conftest import Invocation, invoke, succeeded
 

@@ -16,7 +16,9 @@ import time
 
 import pytest
 
-from station import ladder, paths, recipe
+from station import paths
+from station.bench import ladder
+from station.recipes import recipe
 from tests.integration.conftest import CLI_ENV, Invocation, cli, invoke, succeeded, wait_for
 
 STEPS = "0,4"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from station import accuracy, paths, runs
+from station import paths
+from station.bench import accuracy, runs
 from tests.integration.conftest import invoke, succeeded
 
 

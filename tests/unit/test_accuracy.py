@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from station import accuracy, recipe
+from station.bench import accuracy
 from station.errors import StationError
+from station.recipes import recipe
 
 
 def answer(prompt: str, tokens: list[str], logprob: float = -1.0) -> dict:

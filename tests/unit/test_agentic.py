@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from station import agentic, profiles, recipe
-from station.agent_check import hint_for
+from station.bench import agentic
+from station.deploy.agent_check import hint_for
+from station.recipes import profiles, recipe
 from tests.conftest import FIXTURES
 
 COUNTED = {

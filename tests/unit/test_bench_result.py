@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from station import bench_result, recipe
+from station.bench import bench_result
 from station.errors import StationError
+from station.recipes import recipe
 from tests.conftest import FIXTURES
 
 SAMPLE = FIXTURES / "bench-result.json"  # a real cpu-smoke run, per-request lists dropped

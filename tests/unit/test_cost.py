@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from station import cost
+from station.bench import cost
+from station.bench.records import IndexEntry
 from station.errors import StationError
-from station.records import IndexEntry
 
 
 def test_rented_host_hand_computed() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from station import recipe
+from station.bench.gate import Margins, margins, regressions, require_no_regression, unlike, unusable_baseline
+from station.bench.records import IndexEntry
 from station.errors import StationError
-from station.gate import Margins, margins, regressions, require_no_regression, unlike, unusable_baseline
-from station.records import IndexEntry
+from station.recipes import recipe
 
 SMOKE = recipe.load("cpu-smoke")
 BASELINE = IndexEntry(

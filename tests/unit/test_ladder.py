@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from station import ladder, ladder_report, paths, recipe
+from station import paths
+from station.bench import ladder
 from station.errors import StationError
+from station.recipes import recipe
+from station.reports import ladder as ladder_report
 from tests.conftest import stored_run
 
 

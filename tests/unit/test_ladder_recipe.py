@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from station import recipe
 from station.errors import StationError
+from station.recipes import recipe
 
 GB300 = "nemotron-3.5-super-vl-gb300"
 RECIPE_FACTS_FIGURES = [6058, 7000, None, 7800, 9500, 11840]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from station import lock
+from station.deploy import lock
 from station.errors import StationError
 
 
@@ -36,7 +36,7 @@ def test_other_hosts_are_not_blocked() -> None:
 
 
 def test_a_process_that_dies_leaves_no_lock_behind() -> None:
-    code = "from station import lock\nwith lock.host('dgx-lock-crash', 'deploy'):\n    raise SystemExit(9)"
+    code = "from station.deploy import lock\nwith lock.host('dgx-lock-crash', 'deploy'):\n    raise SystemExit(9)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 9
     with lock.host("dgx-lock-crash", "deploy"):
         pass

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from station import dashboards, paths
+from station import paths
+from station.generators import dashboards
 
 MONITORING = paths.ROOT / "monitoring"
 ALERTS_TEMPLATE = MONITORING / "prometheus" / "rules" / "alerts.yml.j2"
@@ -35,7 +36,7 @@ def panels() -> list[tuple[str, dict]]:
 
 def test_committed_dashboards_are_what_the_generator_writes() -> None:
     generated = {name: json.loads(dashboards.render(board)) for name, board in dashboards.generate().items()}
-    assert dashboard_files() == generated, "run: python -m station.dashboards"
+    assert dashboard_files() == generated, "run: python -m station.generators.dashboards"
 
 
 @pytest.mark.parametrize("name", sorted(dashboard_files()))

@@ -8,7 +8,8 @@ import re
 import pytest
 import yaml
 
-from station import paths, recipe
+from station import paths
+from station.recipes import recipe
 
 LEDGER = yaml.safe_load((paths.ROOT / "docs" / "pins.yml").read_text())
 PINNED = {entry["ref"]: entry for entry in LEDGER["images"]}

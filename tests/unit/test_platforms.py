@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from station import platforms
+from station.deploy import platforms
 from station.errors import StationError
 
 

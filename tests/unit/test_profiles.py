@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from station import profiles, recipe
+from station.bench.traffic import Lengths, Provenance, TrafficProfile
 from station.errors import StationError
-from station.traffic import Lengths, Provenance, TrafficProfile
+from station.recipes import profiles, recipe
 
 
 @pytest.fixture

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from station import paths, provenance, recipe
+from station import paths
+from station.bench import provenance
+from station.recipes import recipe
 
 
 def test_bundle_commit_is_the_checkout_head() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from station import recipe
 from station.errors import StationError
+from station.recipes import recipe
 
 
 @pytest.mark.parametrize("name", recipe.available())
@@ -153,7 +153,7 @@ def test_engine_build_is_a_folder_name_only(write_recipe, cpu_smoke_data, build:
 
 
 def test_argument_checks_are_split_to_fit_one_command_line_argument() -> None:
-    from station import argcheck
+    from station.deploy import argcheck
 
     checks = [{"label": f"c{i}", "argv": ["--x", "y" * 1000]} for i in range(300)]
     grouped = argcheck.batches(checks)

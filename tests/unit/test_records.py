@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from station import paths, runs
-from station.bench_result import BenchResult
+from station import paths
+from station.bench import runs
+from station.bench.bench_result import BenchResult
+from station.bench.records import SCHEMA_VERSION, IndexEntry
 from station.errors import StationError
-from station.records import SCHEMA_VERSION, IndexEntry
 from tests.conftest import stored_run
 
 RUN = "20261129T100000Z-local-cpu-smoke"

@@ -8,8 +8,10 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station import candidate, paths, recipe, render
+from station import paths
+from station.deploy import candidate
 from station.errors import StationError
+from station.recipes import recipe, render
 
 
 @pytest.fixture

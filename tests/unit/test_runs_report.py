@@ -6,9 +6,12 @@ import json
 
 import pytest
 
-from station import paths, run_report, runs, tunnel
-from station.agentic import AgenticMetrics
+from station import paths
+from station.bench import runs
+from station.bench.agentic import AgenticMetrics
+from station.deploy import tunnel
 from station.errors import StationError
+from station.reports import runs as run_report
 from tests.conftest import stored_run as store
 
 

@@ -6,7 +6,8 @@ import importlib.util
 
 import pytest
 
-from station import paths, telemetry
+from station import paths
+from station.bench import telemetry
 
 
 def gpu(power: float, energy: float | None = None, reasons: int = 0) -> dict:

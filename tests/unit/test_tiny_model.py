@@ -6,7 +6,7 @@ import json
 
 from tokenizers import Tokenizer
 
-from station import tiny_model
+from station.generators import tiny_model
 
 
 def test_model_directory_is_a_llama_vllm_can_serve(tmp_path) -> None:

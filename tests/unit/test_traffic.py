@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from station import traffic
+from station.bench import traffic
 from station.errors import StationError
+from station.recipes import captures
 
 
-def profile(prompt_mean: float = 1000, output_mean: float = 100, host: str = "dgx01") -> traffic.TrafficProfile:
-    return traffic.TrafficProfile(
-        provenance=traffic.Provenance(
+def profile(prompt_mean: float = 1000, output_mean: float = 100, host: str = "dgx01") -> captures.TrafficProfile:
+    return captures.TrafficProfile(
+        provenance=captures.Provenance(
             host=host,
             window="1h",
             captured_at="2026-11-29T10:00:00+00:00",
@@ -21,8 +22,8 @@ def profile(prompt_mean: float = 1000, output_mean: float = 100, host: str = "dg
         requests=3600,
         requests_per_s=1.0,
         concurrency_mean=12.5,
-        prompt_tokens=traffic.Lengths(mean=prompt_mean, p50=900, p90=2000, p99=5000),
-        generation_tokens=traffic.Lengths(mean=output_mean, p50=90, p90=200, p99=500),
+        prompt_tokens=captures.Lengths(mean=prompt_mean, p50=900, p90=2000, p99=5000),
+        generation_tokens=captures.Lengths(mean=output_mean, p50=90, p90=200, p99=500),
         prefix_cache_hit_rate=0.8,
         chat_share=1.0,
     )
@@ -40,21 +41,21 @@ def test_a_window_that_is_not_a_duration_is_refused_with_the_format(window: str)
 
 
 def test_a_profile_is_written_and_read_back_and_the_latest_is_found(tmp_path) -> None:
-    first = traffic.write(profile(), tmp_path)
+    first = captures.write(profile(), tmp_path)
     later = profile(prompt_mean=2000)
     later.provenance.captured_at = "2026-11-29T11:00:00+00:00"
-    second = traffic.write(later, tmp_path)
-    assert traffic.read(first) == profile()
-    assert traffic.latest(tmp_path, "dgx01") == second
+    second = captures.write(later, tmp_path)
+    assert captures.read(first) == profile()
+    assert captures.latest(tmp_path, "dgx01") == second
     with pytest.raises(StationError, match="no captured traffic profile for dgx02"):
-        traffic.latest(tmp_path, "dgx02")
+        captures.latest(tmp_path, "dgx02")
 
 
 def test_a_file_that_is_not_a_profile_is_refused_naming_it(tmp_path) -> None:
     path = tmp_path / "dgx01-x.yml"
     path.write_text("requests: many\n")
     with pytest.raises(StationError, match=f"{path} is not a captured traffic profile"):
-        traffic.read(path)
+        captures.read(path)
 
 
 @pytest.mark.parametrize(

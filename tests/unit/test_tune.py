@@ -17,10 +17,11 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station import paths, recipe
-from station.agentic import AgenticMetrics
+from station import paths
+from station.bench.agentic import AgenticMetrics
 from station.errors import StationError
-from station.profiles import load as load_profile
+from station.recipes import recipe
+from station.recipes.profiles import load as load_profile
 from station.tune import report, search, space
 from station.tune.run import write_winner
 from station.tune.trials import Measurement

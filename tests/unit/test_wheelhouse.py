@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from station import paths, wheelhouse
+from station import paths
+from station.deploy import wheelhouse
 
 
 def _wheel(folder, name: str, content: bytes) -> str:

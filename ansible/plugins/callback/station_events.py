@@ -12,7 +12,7 @@ type: stdout
 short_description: JSON lines for station's console
 description:
   - One JSON object per line for each play, task, result, retry and the final stats.
-  - station (station/playbook.py) renders them; results of no_log tasks arrive censored by Ansible.
+  - station (station/deploy/playbook.py) renders them; results of no_log tasks arrive censored by Ansible.
 """
 
 # Result fields worth showing when a task fails or reports.

@@ -1,0 +1,179 @@
+"""What a measured run leaves, typed, for the code that writes it and the code that reads it alike.
+
+`RunRecord` is results/<run id>/result.json; `IndexEntry` is its line in
+results/index.jsonl, made from the record and never by hand. Both carry
+`schema_version`: a file from before the field existed reads as version 1 (the
+shape it has always had); one written by a newer station is refused, naming
+both versions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from station.bench.agentic import AgenticMetrics
+from station.bench.bench_result import BenchResult
+from station.bench.telemetry import TelemetrySummary
+
+SCHEMA_VERSION = 1
+
+
+class Versioned(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+
+    @field_validator("schema_version")
+    @classmethod
+    def _readable(cls, version: int) -> int:
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"schema version {version} was written by a newer station; this one reads up to {SCHEMA_VERSION}"
+            )
+        return version
+
+
+class GpuDevice(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+
+class GpuFacts(BaseModel):
+    """The host's GPUs as preflight's station_gpu_facts read them (more fields are kept as they came)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    present: bool
+    reason: str = ""
+    count: int = 0
+    gpus: list[GpuDevice] = []
+    driver_version: str | None = None
+    cuda_version: str | None = None
+
+    @property
+    def label(self) -> str:
+        """One short name for comparing runs: "1x NVIDIA GB300", or "none"."""
+        return f"{self.count}x {self.gpus[0].name}" if self.present and self.gpus else "none"
+
+    def describe(self) -> str:
+        if not self.present:
+            return f"none ({self.reason})"
+        names = sorted({device.name for device in self.gpus})
+        return f"{self.count}x {', '.join(names)}, driver {self.driver_version}, CUDA {self.cuda_version}"
+
+
+class RunProvenance(BaseModel):
+    """Where and how a run was made (station.bench.provenance.record); the host's other facts are kept as they came."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    date: str
+    bundle: dict[str, Any]
+    inventory_host: str
+    recipe: dict[str, Any]  # the recipe as it was served, dumped
+    gpu: GpuFacts | None = None
+    engine: dict[str, Any] = {}  # the engine container: image id, labels, environment
+
+    @property
+    def recipe_name(self) -> str:
+        return self.recipe["name"]
+
+    @property
+    def vllm_version(self) -> str:
+        return self.recipe["engine"]["vllm_version"]
+
+    @property
+    def commit(self) -> str | None:
+        return self.bundle.get("commit")
+
+    @property
+    def gpu_label(self) -> str:
+        return self.gpu.label if self.gpu else "none"
+
+
+Kind = Literal["smoke-bench", "ladder-step", "agentic"]
+
+
+class RunRecord(Versioned):
+    """results/<run id>/result.json: the figures, why they are no measurement if they are not, and provenance."""
+
+    run_id: str
+    kind: Kind
+    context: dict[str, Any] = {}  # e.g. the ladder and step, or the agentic profile
+    profile: dict[str, Any] | None = None  # the traffic measured: a bench profile or an agentic one, dumped
+    client: dict[str, Any] | None = None  # the client that sent it, where not the host's own benchmark
+    metrics: BenchResult | AgenticMetrics
+    problems: list[str] = []
+    telemetry: TelemetrySummary | None = None  # GPU telemetry; none for agentic replays
+    reference: dict[str, Any] | None = None  # the figure the recipe or profile is measured against
+    provenance: RunProvenance
+
+    @field_validator("telemetry", mode="before")
+    @classmethod
+    def _none_when_empty(cls, telemetry: Any) -> Any:
+        return telemetry or None  # agentic records before schema 1 wrote {}
+
+
+class IndexEntry(Versioned):
+    """A run's line in results/index.jsonl: enough to find, sort, compare and judge it without its record."""
+
+    run_id: str
+    date: str
+    kind: Kind
+    host: str
+    recipe: str
+    context: dict[str, Any] = {}
+    vllm_version: str
+    image_id: str | None = None
+    commit: str | None = None
+    gpu: str
+    output_throughput: float
+    p99_ttft_ms: float
+    p99_tpot_ms: float | None = None  # none for agentic runs
+    failed: int
+    # Why the run is not a valid measurement (failed or missing requests or tokens), and whether the client,
+    # not the engine, set the pace: such a run is indexed but never a baseline or a cost input.
+    problems: list[str] = []
+    client_bound: bool = False
+    profile: dict[str, Any] | None = None
+    avg_power_w: float | None = None
+    output_tokens_per_joule: float | None = None
+
+    @classmethod
+    def of(cls, record: RunRecord) -> IndexEntry:
+        metrics, provenance, power = record.metrics, record.provenance, record.telemetry
+        return cls(
+            run_id=record.run_id,
+            date=provenance.date,
+            kind=record.kind,
+            host=provenance.inventory_host,
+            recipe=provenance.recipe_name,
+            context=record.context,
+            vllm_version=provenance.vllm_version,
+            image_id=provenance.engine.get("image_id"),
+            commit=provenance.commit,
+            gpu=provenance.gpu_label,
+            output_throughput=metrics.output_throughput,
+            p99_ttft_ms=metrics.p99_ttft_ms,
+            p99_tpot_ms=metrics.p99_tpot_ms,
+            failed=metrics.failed,
+            problems=record.problems,
+            client_bound=metrics.client_bound,
+            profile=record.profile,
+            avg_power_w=power.avg_power_w if power else None,
+            output_tokens_per_joule=power.output_tokens_per_joule if power else None,
+        )
+
+    @property
+    def invalid(self) -> str | None:
+        """Why the run is no measurement of its profile (what it was); None when it is one."""
+        if self.problems:
+            return f"not a valid measurement: {'; '.join(self.problems)}"
+        if self.failed:
+            return f"not a valid measurement: {self.failed} failed request(s)"
+        if self.client_bound:
+            return "paced by its client, which could not reach the profile's concurrency"
+        return None

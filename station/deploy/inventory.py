@@ -1,0 +1,60 @@
+"""Read the Ansible inventory (ansible/inventory/) through ansible-inventory itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import cache
+from typing import Any
+
+import yaml
+
+from station import paths
+from station.deploy.playbook import ansible_env
+from station.errors import StationError
+
+
+@cache
+def _inventory() -> dict[str, Any]:
+    result = subprocess.run(
+        ["ansible-inventory", "--list"],
+        capture_output=True,
+        text=True,
+        env=ansible_env(),
+        cwd=paths.ANSIBLE,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise StationError(f"the inventory could not be read:\n{result.stderr.strip()}", "fix ansible/inventory/")
+    return json.loads(result.stdout)
+
+
+def hosts() -> list[str]:
+    return sorted(_inventory().get("_meta", {}).get("hostvars", {}))
+
+
+def host_vars(host: str) -> dict[str, Any]:
+    """The host's variables as written in the inventory (not templated)."""
+    known = _inventory().get("_meta", {}).get("hostvars", {})
+    if host not in known:
+        raise StationError(
+            f"unknown host {host!r}",
+            f"hosts in ansible/inventory/hosts.yml: {', '.join(hosts())}; add yours there (see the dgx01 example)",
+        )
+    return known[host]
+
+
+def role_default(role: str, name: str) -> Any:
+    """A role's default as written in its defaults/main.yml (for values the inventory may leave unset)."""
+    defaults = yaml.safe_load((paths.ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text())
+    return defaults[name]
+
+
+def setting(settings: dict[str, Any], role: str, name: str) -> Any:
+    """A wiring value as a host gets it: its own (`settings`, from the inventory), else the owning role's default."""
+    return settings[name] if name in settings else role_default(role, name)
+
+
+def is_local(host: str) -> bool:
+    """True when the host is this machine, so its Docker engine is the controller's."""
+    return host_vars(host).get("ansible_connection") == "local"

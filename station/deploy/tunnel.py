@@ -1,0 +1,123 @@
+"""SSH port-forwards to a host's services, which listen on its loopback only."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from station.deploy import inventory, playbook
+from station.errors import StationError
+
+# Service → (the role whose <role>_bind_address says where it listens, the setting naming its port).
+SERVICES = {
+    "API (router)": ("vllm_router", "vllm_router_port"),  # what clients use
+    "engine": ("vllm_server", "vllm_server_port"),  # behind the router: its own /metrics, /version
+    "candidate engine": ("vllm_server", "vllm_server_candidate_port"),  # beside it, while one is on trial
+    "Prometheus": ("prometheus", "prometheus_port"),
+    "Grafana": ("grafana", "grafana_port"),
+    "node exporter": ("node_exporter", "node_exporter_port"),
+    "DCGM exporter": ("dcgm_exporter", "dcgm_exporter_port"),
+}
+
+
+@dataclass(frozen=True)
+class Forward:
+    service: str
+    port: int  # on this machine's loopback
+    remote_address: str
+    remote_port: int | None = None  # on the host; the same port when None
+
+    @property
+    def spec(self) -> str:
+        return f"127.0.0.1:{self.port}:{self.remote_address}:{self.remote_port or self.port}"
+
+
+def forwards(settings: dict[str, Any]) -> list[Forward]:
+    """Each service's port, as the inventory sets it or the role defaults it; 0.0.0.0 is reached on loopback."""
+    found = []
+    for service, (role, port_setting) in SERVICES.items():
+        port = int(inventory.setting(settings, role, port_setting))
+        address = inventory.setting(settings, role, f"{role}_bind_address")
+        found.append(Forward(service, port, "127.0.0.1" if address == "0.0.0.0" else address))
+    return found
+
+
+def ssh_argv(connection: dict[str, Any], chosen: list[Forward] | None = None) -> list[str]:
+    """`ssh -N` with a local forward for each service (all of them unless `chosen`), bound to 127.0.0.1 only."""
+    argv = ["ssh", "-N", "-o", "ExitOnForwardFailure=yes", "-p", str(connection["port"])]
+    if connection["private_key"]:
+        argv += ["-i", connection["private_key"]]
+    argv += shlex.split(connection["ssh_args"])
+    for forward in chosen or forwards(connection["settings"]):
+        argv += ["-L", forward.spec]
+    target = f"{connection['user']}@{connection['address']}" if connection["user"] else connection["address"]
+    return [*argv, target]
+
+
+def describe(host: str, console: Console) -> dict[str, Any]:
+    """The host's connection settings and service ports, templated by Ansible."""
+    inventory.host_vars(host)
+    with tempfile.TemporaryDirectory(prefix="station-tunnel-") as out:
+        playbook.run("tunnel", host, {"station_output_dir": out}, console)
+        return json.loads((Path(out) / "tunnel.json").read_text())
+
+
+def free_local_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+API = "API (router)"
+ENGINE = "engine"
+CANDIDATE = "candidate engine"
+PROMETHEUS = "Prometheus"
+
+
+@contextmanager
+def urls(host: str, console: Console, services: tuple[str, ...] = (API,)) -> Iterator[dict[str, str]]:
+    """Each service's root URL as this machine reaches it: directly on a local host, else through one SSH
+    connection forwarding each to a free local port."""
+    connection = describe(host, console)
+    remote = {forward.service: forward for forward in forwards(connection["settings"]) if forward.service in services}
+    if connection["connection"] == "local":
+        yield {service: f"http://{forward.remote_address}:{forward.port}" for service, forward in remote.items()}
+        return
+    local = {service: Forward(service, free_local_port(), f.remote_address, f.port) for service, f in remote.items()}
+    ssh = subprocess.Popen(
+        ssh_argv(connection, list(local.values())),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for forward in local.values():
+            _wait_listening(ssh, forward.port)
+        yield {service: f"http://127.0.0.1:{forward.port}" for service, forward in local.items()}
+    finally:
+        ssh.terminate()
+        ssh.wait(timeout=10)
+
+
+def _wait_listening(ssh: subprocess.Popen, port: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ssh.poll() is not None:
+            error = ssh.stderr.read().decode(errors="replace").strip() if ssh.stderr else ""
+            raise StationError(f"the SSH forward to the API failed: {error}", "check: invoke tunnel --print-only")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise StationError(f"the SSH forward to the API did not open within {timeout_s:.0f} s", "check the SSH access")

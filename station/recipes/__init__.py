@@ -1,0 +1,7 @@
+"""Recipes and profiles: what to serve and how, and the traffic to measure it with.
+
+recipe.py     recipes and ladders (YAML, `extends`), validated; the single source of truth for flags
+profiles.py   agentic traffic profiles, and a captured traffic profile replayed in a profile's sessions
+captures.py   a traffic profile captured from a host's live traffic: its model and its file
+render.py     a recipe as the engine's argv and the roles' variables
+"""
