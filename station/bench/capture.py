@@ -1,5 +1,5 @@
 """The live traffic of a host, captured from its Prometheus as a profile (`profile-capture`), and its drift from
-one (`profile-drift`); station.bench.traffic holds the profile and the queries."""
+one (`profile-drift`); station.bench.traffic holds the queries, station.recipes.captures the profile."""
 
 from __future__ import annotations
 
@@ -11,12 +11,7 @@ from rich.console import Console
 
 from station import paths
 from station.bench import traffic
-from station.deploy import (
-    inventory,
-    keys,
-    playbook,
-    tunnel,
-)
+from station.deploy import inventory, keys, playbook, tunnel
 from station.deploy.actions import live_engine
 from station.recipes import captures
 

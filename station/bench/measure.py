@@ -15,12 +15,7 @@ from rich.console import Console
 from station.bench import agentic, bench_result, provenance, runs, telemetry
 from station.bench.agentic import AgenticMetrics
 from station.bench.records import RunRecord
-from station.deploy import (
-    inventory,
-    keys,
-    playbook,
-    tunnel,
-)
+from station.deploy import inventory, keys, playbook, tunnel
 from station.recipes import render
 from station.recipes.profiles import AgenticProfile
 from station.recipes.recipe import Recipe

@@ -15,15 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from station import paths
-from station.deploy import (
-    agent_check,
-    candidate,
-    delivery,
-    inventory,
-    keys,
-    playbook,
-    tunnel,
-)
+from station.deploy import agent_check, candidate, delivery, inventory, keys, playbook, tunnel
 from station.errors import StationError
 from station.recipes import render
 from station.recipes.recipe import Recipe
