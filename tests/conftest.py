@@ -28,7 +28,7 @@ os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
 
 from station import paths  # noqa: E402
 from station.bench import bench_result, provenance, runs  # noqa: E402  (after the environment above)
-from station.bench.records import RunRecord  # noqa: E402
+from station.bench.records import IndexEntry, RunRecord  # noqa: E402
 from station.bench.telemetry import TelemetrySummary  # noqa: E402
 from station.recipes import recipe  # noqa: E402
 
@@ -62,6 +62,23 @@ def clear_sandbox(keep_evidence: bool) -> None:
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def indexed_run(**fields: object) -> IndexEntry:
+    """An index line of a valid cpu-smoke run on one H200 (r1: 1,000 tok/s, TTFT p99 2 s), with `fields` changed."""
+    valid = {
+        "run_id": "r1",
+        "date": "2026-11-29T10:00:00+00:00",
+        "kind": "smoke-bench",
+        "host": "local",
+        "recipe": "cpu-smoke",
+        "vllm_version": "0.32.0",
+        "gpu": "1x NVIDIA H200",
+        "output_throughput": 1000.0,
+        "p99_ttft_ms": 2000.0,
+        "failed": 0,
+    }
+    return IndexEntry.model_validate(valid | fields)
 
 
 def stored_run(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from station.bench import cost
-from station.bench.records import IndexEntry
 from station.errors import StationError
+from tests.conftest import indexed_run
 
 
 def test_rented_host_hand_computed() -> None:
@@ -73,19 +73,7 @@ def test_bad_inputs_are_named(fields: dict, message: str) -> None:
     assert message in error.value.problem
 
 
-MEASURED = IndexEntry(
-    run_id="r1",
-    date="2026-11-29T10:00:00+00:00",
-    kind="smoke-bench",
-    host="dgx01",
-    recipe="nemotron-3.5-super-vl-gb300",
-    vllm_version="0.32.0",
-    gpu="1x NVIDIA GB300",
-    output_throughput=11840.0,
-    p99_ttft_ms=900.0,
-    failed=0,
-    avg_power_w=1200.0,
-)
+MEASURED = indexed_run(output_throughput=11840.0, avg_power_w=1200.0)
 OWNED = {"capex": 100_000, "lifetime_years": 4, "power_price_kwh": 0.2, "api_price_per_mtok": 0.42, "utilisation": 1}
 
 

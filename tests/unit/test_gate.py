@@ -8,21 +8,10 @@ from station.bench.gate import Margins, margins, regressions, require_no_regress
 from station.bench.records import IndexEntry
 from station.errors import StationError
 from station.recipes import recipe
+from tests.conftest import indexed_run
 
 SMOKE = recipe.load("cpu-smoke")
-BASELINE = IndexEntry(
-    run_id="r1",
-    date="2026-11-29T10:00:00+00:00",
-    kind="smoke-bench",
-    host="local",
-    recipe="cpu-smoke",
-    vllm_version="0.32.0",
-    gpu="1x NVIDIA H200",
-    output_throughput=1000.0,
-    p99_ttft_ms=2000.0,
-    failed=0,
-    profile=SMOKE.bench.model_dump(),
-)
+BASELINE = indexed_run(profile=SMOKE.bench.model_dump())
 
 
 def measured(**changed) -> IndexEntry:
