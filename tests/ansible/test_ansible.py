@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import subprocess
 from pathlib import Path
 
@@ -237,3 +238,14 @@ def tasks_from_entries() -> list[tuple[str, str]]:
 def test_every_tasks_from_entry_point_has_its_argument_spec(role: str, entry: str) -> None:
     specs = yaml.safe_load((paths.ANSIBLE / "roles" / role / "meta" / "argument_specs.yml").read_text())
     assert entry in specs["argument_specs"], f"{role}: tasks_from {entry} has no argument spec"
+
+
+def test_a_renamed_engine_on_another_port_is_what_the_benchmark_and_prometheus_reach(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    moved = {"vllm_server_container_name": "engine-x", "vllm_server_container_port": 8300, "wiring_out": str(tmp_path)}
+    playbook.run_file(FIXTURES / "playbooks" / "wiring.yml", "local", moved, Console(record=True))
+    assert json.loads((tmp_path / "bench.json").read_text()) == {"container": "engine-x", "url": "http://engine-x:8300"}
+    jobs = {job["job_name"]: job for job in yaml.safe_load((tmp_path / "prometheus.yml").read_text())["scrape_configs"]}
+    assert jobs["vllm"]["static_configs"][0]["targets"] == ["engine-x:8300"]
+    assert jobs["vllm"]["authorization"]["credentials_file"]  # scraped with the engine's key
