@@ -124,3 +124,19 @@ PUBLISHED_CLAIM = {
     "gpu_hour_price": 6.00,
 }
 PUBLISHED_SAVINGS = 0.66
+
+# What such prices were, publicly, in 2026 (USD; each figure's source and date in docs/evidence.md):
+# one Blackwell data-center GPU (B200, B300, GB200) on demand, per hour, and a Nemotron Super-class model's
+# output tokens on hosted APIs, per million.
+GPU_HOUR_PRICES = (5.00, 10.50)
+API_PRICES_PER_MTOK = (0.40, 1.50)
+
+
+def gpu_hour_price_for(savings: float, output_tokens_per_s: float, api_price_per_mtok: float) -> float:
+    """The hourly price at which a host serving at full utilisation is `savings` cheaper than the API."""
+    return (1 - savings) * api_price_per_mtok * output_tokens_per_s * 3600 / 1e6
+
+
+def api_price_for(savings: float, output_tokens_per_s: float, gpu_hour_price: float) -> float:
+    """The API price per million output tokens against which such a host saves `savings`."""
+    return gpu_hour_price / ((1 - savings) * output_tokens_per_s * 3600 / 1e6)

@@ -50,9 +50,33 @@ def test_api_cheaper_than_the_host_even_at_full_utilisation() -> None:
     assert result.savings < 0 and result.break_even_utilisation == pytest.approx(10.0)
 
 
-def test_the_published_66_percent_is_reproduced_from_the_stated_inputs() -> None:
+def within(value: float, bounds: tuple[float, float]) -> bool:
+    return bounds[0] <= value <= bounds[1]
+
+
+def test_the_66_percent_needs_a_gpu_hour_price_that_blackwell_rentals_charged() -> None:
+    """The claim's inputs derived, not chosen: at the published throughput, the hourly price that saves 66% of a
+    documented API price is a documented Blackwell rental price."""
+    tokens, api = cost.PUBLISHED_CLAIM["output_tokens_per_s"], cost.PUBLISHED_CLAIM["api_price_per_mtok"]
+    needed = cost.gpu_hour_price_for(cost.PUBLISHED_SAVINGS, tokens, api)
+    print(f"66% of USD {api}/M at {tokens:,.0f} tok/s needs USD {needed:.2f} per GPU-hour")
+    assert within(api, cost.API_PRICES_PER_MTOK) and within(needed, cost.GPU_HOUR_PRICES)
+
+
+def test_the_api_prices_the_66_percent_holds_against_overlap_those_charged() -> None:
+    """Over the documented rental range, the API prices against which the GB300 saves 66%: some were charged."""
+    tokens = cost.PUBLISHED_CLAIM["output_tokens_per_s"]
+    cheapest, dearest = (cost.api_price_for(cost.PUBLISHED_SAVINGS, tokens, hour) for hour in cost.GPU_HOUR_PRICES)
+    print(f"66% holds against API prices from USD {cheapest:.2f} to {dearest:.2f}/M")
+    assert cheapest < cost.API_PRICES_PER_MTOK[1] and dearest > cost.API_PRICES_PER_MTOK[0]
+
+
+def test_the_stated_inputs_give_the_published_saving_and_a_break_even_below_half() -> None:
     result = cost.compute(cost.scenario(**cost.PUBLISHED_CLAIM))
-    assert round(result.savings, 2) == pytest.approx(cost.PUBLISHED_SAVINGS, abs=0.01)
+    assert result.savings == pytest.approx(cost.PUBLISHED_SAVINGS, abs=0.01)
+    assert cost.PUBLISHED_CLAIM["gpu_hour_price"] == pytest.approx(
+        cost.gpu_hour_price_for(result.savings, 11840.0, 0.42)
+    )
     assert result.break_even_utilisation < 0.5  # "at low utilisation the API wins"
 
 
