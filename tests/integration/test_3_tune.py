@@ -29,8 +29,8 @@ from tests.integration.conftest import (
     succeeded,
 )
 
-TRIALS = 2  # distinct configurations: with one A B round, four engine starts
-AB_ROUNDS = 1  # the interleaving of more rounds is the unit tests' (test_tune)
+TRIALS = 2  # distinct configurations: with the A B A B rounds, six engine starts
+AB_ROUNDS = 2
 CANDIDATE = f"{ENGINE}-candidate"
 SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 
