@@ -37,6 +37,9 @@ OFF_GPU_RULES = {
     "GpuXidError",
     "GpuThrottled",
 }
+# Rules that read the reference `invoke profile-capture` writes: no data on a host whose traffic was never
+# captured, as on a fresh machine (their promtool tests give them a reference; test_3_traffic captures one).
+UNTIL_CAPTURED = {"TrafficProfileDrift"}
 GRAFANA_UID = 472
 
 
@@ -91,7 +94,7 @@ def test_every_rule_on_vllm_metrics_returns_data(deployed_rules, bench_end) -> N
     """Recording rules as written; alerts with their comparison opened up: their selectors and joins are tested."""
     checked = 0
     for rule in deployed_rules:
-        if rule["name"] in OFF_GPU_RULES or "vllm" not in rule["query"]:
+        if rule["name"] in OFF_GPU_RULES | UNTIL_CAPTURED or "vllm" not in rule["query"]:
             continue
         expr = re.sub(r"(==|!=|>=|<=|>|<)\s*[0-9.e+]+", "> -Inf", rule["query"])
         assert query(expr, bench_end), f"{rule['name']}: no data for {expr}"
@@ -99,10 +102,10 @@ def test_every_rule_on_vllm_metrics_returns_data(deployed_rules, bench_end) -> N
     assert checked >= 10
 
 
-def test_off_gpu_lists_name_real_panels_and_rules(deployed_rules) -> None:
+def test_the_lists_of_rules_without_data_name_real_panels_and_rules(deployed_rules) -> None:
     titles = {panel["title"] for board in dashboards.generate().values() for panel in board["panels"]}
     assert titles >= OFF_GPU_PANELS
-    assert {rule["name"] for rule in deployed_rules} >= OFF_GPU_RULES
+    assert {rule["name"] for rule in deployed_rules} >= OFF_GPU_RULES | UNTIL_CAPTURED
 
 
 def test_the_benchmark_appears_as_a_run_marker(bench, bench_end) -> None:
