@@ -51,6 +51,9 @@ def interrupted() -> tuple[ladder.LadderRun, str]:
         stderr=subprocess.STDOUT,
         text=True,
         env=os.environ | CLI_ENV,
+        # Ctrl-C's default, whatever this suite inherited: a shell's background job (nohup ... &) ignores SIGINT,
+        # and so would the ladder, which then ran to its end uninterrupted
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         state = wait_for(lambda: (s := _newest_state(before)) and s.rows and s, 1200, "the ladder's first step")
