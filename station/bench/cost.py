@@ -69,8 +69,13 @@ class Cost(BaseModel):
     break_even_utilisation: float  # above 1: the API is cheaper even at full utilisation
 
 
+def mtok_per_hour(output_tokens_per_s: float) -> float:
+    """Millions of output tokens an hour at this rate."""
+    return output_tokens_per_s * 3600 / 1e6
+
+
 def compute(scenario: Scenario) -> Cost:
-    full_mtok_per_hour = scenario.output_tokens_per_s * 3600 / 1e6
+    full_mtok_per_hour = mtok_per_hour(scenario.output_tokens_per_s)
     hourly = scenario.host.per_hour
     self_hosted = hourly / (full_mtok_per_hour * scenario.utilisation)
     return Cost(
@@ -134,9 +139,9 @@ API_PRICES_PER_MTOK = (0.40, 1.50)
 
 def gpu_hour_price_for(savings: float, output_tokens_per_s: float, api_price_per_mtok: float) -> float:
     """The hourly price at which a host serving at full utilisation is `savings` cheaper than the API."""
-    return (1 - savings) * api_price_per_mtok * output_tokens_per_s * 3600 / 1e6
+    return (1 - savings) * api_price_per_mtok * mtok_per_hour(output_tokens_per_s)
 
 
 def api_price_for(savings: float, output_tokens_per_s: float, gpu_hour_price: float) -> float:
     """The API price per million output tokens against which such a host saves `savings`."""
-    return gpu_hour_price / ((1 - savings) * output_tokens_per_s * 3600 / 1e6)
+    return gpu_hour_price / ((1 - savings) * mtok_per_hour(output_tokens_per_s))

@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 import docker
+from docker.models.images import Image
 from rich.console import Console
 
 from station import paths
@@ -31,21 +32,21 @@ def folder() -> Path:
 def build(engine: docker.DockerClient, tags: list[str], architecture: str, console: Console) -> Path:
     """Write the bundle for these (already present) images, for a host of `architecture`; returns its folder.
     An image of another platform is refused before anything is written."""
-    for tag in tags:
-        platforms.require_image_for(architecture, tag, engine.images.get(tag))
+    found = {tag: engine.images.get(tag) for tag in sorted(tags)}
+    for tag, image in found.items():
+        platforms.require_image_for(architecture, tag, image)
     out = folder()
     (out / "images").mkdir(parents=True, exist_ok=True)
     manifest = {
         "architecture": architecture,
-        "images": [_save(engine, tag, out, console) for tag in sorted(tags)],
+        "images": [_save(image, tag, out, console) for tag, image in found.items()],
         "wheels": _wheels(out, console),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return out
 
 
-def _save(engine: docker.DockerClient, tag: str, out: Path, console: Console) -> dict[str, str | int]:
-    image = engine.images.get(tag)
+def _save(image: Image, tag: str, out: Path, console: Console) -> dict[str, str | int]:
     relative = f"images/{tag.replace('/', '_').replace(':', '_')}.tar"
     archive, recorded = out / relative, out / f"{relative}.id"
     if not (archive.exists() and recorded.exists() and recorded.read_text() == image.id):
