@@ -148,7 +148,19 @@ def replay(profile: AgenticProfile, recipe: Recipe, base_url: str, api_key: str,
         except subprocess.TimeoutExpired as exc:
             raise StationError(f"AIPerf did not finish within {limit} s", f"see {out}/aiperf.log") from exc
     if done.returncode != 0 or not (out / "profile_export.jsonl").is_file():
-        raise StationError(f"AIPerf exited with code {done.returncode}", f"see {out}/aiperf.log")
+        problem = every_request_failed(out) or f"AIPerf exited with code {done.returncode}"
+        raise StationError(problem, f"see {out}/aiperf.log")
+
+
+def every_request_failed(out: Path) -> str | None:
+    """What AIPerf's records say when none of its requests succeeded (it then exits 1 without its summary)."""
+    export = out / "profile_export.jsonl"
+    records = [json.loads(line) for line in export.read_text().splitlines() if line.strip()] if export.is_file() else []
+    errors = [record["error"] for record in records if record.get("error")]
+    if not records or len(errors) < len(records):
+        return None
+    kinds = sorted({error.get("type") or error.get("message", "error") for error in errors})
+    return f"all {len(records)} requests failed ({', '.join(kinds)})"
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -123,6 +123,7 @@ class _Renderer:
             if text.strip():
                 self.console.print(text, style="dim", markup=False, highlight=False)
             return
+        event.pop("s", None)  # for the log only
         getattr(self, f"on_{event.pop('event')}", lambda **_: None)(**event)
 
     def on_task(self, name: str) -> None:

@@ -60,14 +60,15 @@ def canary_gate(profile: AgenticProfile, service: str, evidence: Evidence) -> ac
     def gate(host: str, recipe: Recipe, console: Console) -> None:
         profile.require_fits(recipe)
         out = evidence.folder / "canary"
-        evidence.canary = measure.replay(host, profile, recipe, out, console, service)
+        refused = f"the canary replay of {profile.name} on the candidate failed"
+        try:
+            evidence.canary = measure.replay(host, profile, recipe, out, console, service)
+        except StationError as exc:
+            raise StationError(f"{refused}: {exc.problem}", exc.hint) from exc
         (out / "metrics.json").write_text(evidence.canary.model_dump_json(indent=2) + "\n")
         problems = agentic.problems(profile, evidence.canary)
         if problems:
-            raise StationError(
-                f"the canary replay of {profile.name} on the candidate failed: {'; '.join(problems)}",
-                f"see {out}",
-            )
+            raise StationError(f"{refused}: {'; '.join(problems)}", f"see {out}")
 
     return gate
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -30,8 +31,14 @@ class CallbackModule(CallbackBase):
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "station_events"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._started = time.monotonic()
+
     def _emit(self, event: str, **data) -> None:
-        self._display.display(json.dumps({"event": event, **data}, default=str))
+        # `s`: seconds since the playbook started, so a log shows where a run's time went.
+        at = round(time.monotonic() - self._started, 2)
+        self._display.display(json.dumps({"event": event, "s": at, **data}, default=str))
 
     def _result(self, event: str, result, **extra) -> None:
         fields = {k: result._result[k] for k in SHOWN_FIELDS if result._result.get(k) not in (None, "")}
