@@ -68,10 +68,10 @@ def test_a_failed_request_fails_its_session(tmp_path: Path, profile) -> None:
 def test_a_replay_whose_every_request_failed_says_so(tmp_path: Path) -> None:
     """AIPerf exits 1 without its summary when no request succeeded; its records still say why."""
     records = (FIXTURES / "aiperf" / "profile_export.jsonl").read_text().splitlines()
-    timed_out = '"error":{"type":"TimeoutError","message":"TimeoutError()"},"metrics":{'
-    (tmp_path / "profile_export.jsonl").write_text("\n".join(r.replace('"metrics":{', timed_out, 1) for r in records))
+    timed_out = [r.replace('"metrics":{', '"error":{"type":"TimeoutError"},"metrics":{', 1) for r in records]
+    (tmp_path / "profile_export.jsonl").write_text("\n".join(timed_out))
     assert agentic.every_request_failed(tmp_path) == "all 24 requests failed (TimeoutError)"
-    (tmp_path / "profile_export.jsonl").write_text("\n".join([records[0].replace('"metrics":{', timed_out, 1), *records[1:]]))
+    (tmp_path / "profile_export.jsonl").write_text("\n".join([timed_out[0], *records[1:]]))
     assert agentic.every_request_failed(tmp_path) is None  # some succeeded: summarise counts the failures
     assert agentic.every_request_failed(tmp_path / "absent") is None
 
