@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 
 import openai
@@ -188,6 +189,10 @@ def test_second_deploy_changes_nothing(engine) -> None:
     print(f"second deploy took {again.seconds:.1f} s")
     assert "Ansible changed=0" in again.output, [line for line in again.output.splitlines() if "changed" in line]
     assert "changed " not in again.output.split("Deployed")[0]
+    (log,) = sorted(paths.LOGS.glob("*-deploy-local.log"))[-1:]
+    parsed = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    parser = "vllm_server : Parse the engine arguments with the image's own vLLM"
+    assert [e["event"] for e in parsed if e.get("task") == parser] == ["skipped"]  # this image accepted them before
 
 
 def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None:

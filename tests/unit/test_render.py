@@ -56,6 +56,7 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "dummy",
         "--dtype",
         "float32",
+        "--enforce-eager",
         "--max-model-len",
         "32768",
         "--max-num-seqs",
