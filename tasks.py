@@ -11,15 +11,18 @@ import os
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from invoke import Collection, Context, Exit, task
 from rich.console import Console
+from rich.markup import escape
 
 from station import paths
 from station.bench import accuracy, capture, cost, gate, ladder, measure, runs, traffic
 from station.deploy import actions, argcheck, delivery, lock, sim, tunnel
 from station.deploy import agent_check as agents
 from station.errors import StationError
+from station.fleet import k8s
 from station.recipes import profiles
 from station.recipes import recipe as recipes
 from station.reports import ladder as ladder_report
@@ -42,7 +45,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except StationError as error:
-        console.print(f"[red]error:[/] {error.problem}", highlight=False)
+        console.print(f"[red]error:[/] {escape(error.problem)}", highlight=False)
         raise Exit(f"  → {error.hint}" if error.hint else "", code=1) from error
 
 
@@ -439,6 +442,60 @@ def open_tunnel(c, host=None, print_only=False):
             os.execvp(argv[0], argv)
 
 
+@task(
+    name="export",
+    help={
+        "to": "Where the recipe is to run: k8s (plain manifests for a cluster that schedules GPUs)",
+        "recipe": RECIPE_HELP,
+        "image": "Engine image the cluster pulls, by digest; default: the recipe's, when it is not built by station",
+        "router_image": "vLLM router image the cluster pulls, by digest (push station's build: no published one)",
+        "namespace": "Namespace of every object (default: station)",
+        "replicas": "Engines (default: 1); the router finds each by label",
+        "cpu": "CPU each engine requests, e.g. 16",
+        "memory": "Memory each engine requests, e.g. 64Gi",
+        "policy": "Router policy (default: the router role's, cache_aware); round_robin, power_of_two, ...",
+        "model_cache_claim": "PersistentVolumeClaim that keeps the weights across restarts (default: none, emptyDir)",
+        "kubernetes": f"Kubernetes version whose schemas validate the output (default: {k8s.KUBERNETES_VERSION})",
+        "out": "File to write (default: results/exports/RECIPE.k8s.yaml)",
+    },
+)
+def export(
+    c,
+    to,
+    recipe=None,
+    image="",
+    router_image="",
+    namespace="",
+    replicas=1,
+    cpu="",
+    memory="",
+    policy="",
+    model_cache_claim="",
+    kubernetes="",
+    out="",
+):
+    """Render a recipe for Kubernetes, validated offline; writes one manifest file, touches no cluster."""
+    with user_errors():
+        if to != "k8s":
+            raise StationError(f"cannot export to {to!r}", "the one target is k8s: invoke export --to k8s")
+        chosen = recipes.load(recipe or c.config.station.recipe)
+        where = k8s.placement(
+            chosen,
+            engine_image=image,
+            router_image=router_image,
+            namespace=namespace,
+            replicas=int(replicas),
+            cpu=cpu,
+            memory=memory,
+            policy=policy,
+            model_cache_claim=model_cache_claim,
+            kubernetes=kubernetes,
+        )
+        path = Path(out) if out else paths.RESULTS / "exports" / f"{chosen.name}.k8s.yaml"
+        rendered = k8s.export(chosen, where, path)
+        console.print(f"{len(rendered)} objects for {chosen.name} in namespace {where.namespace}, validated: {path}")
+
+
 @task(name="sim-up")
 def sim_up(c):
     """Start the simulated host `sim` (a Debian container reached over SSH, no GPU) for trying provision and deploy."""
@@ -469,6 +526,7 @@ ns = Collection(
     profile_capture,
     profile_drift,
     tune,
+    export,
     status,
     down,
     open_tunnel,

@@ -11,7 +11,7 @@ from station import paths
 
 STATION = paths.ROOT / "station"
 # Lowest first: a package may import the ones before it (and station's errors and paths), never one after it.
-LAYERS = ["generators", "recipes", "deploy", "bench", "reports", "tune"]
+LAYERS = ["generators", "recipes", "deploy", "bench", "reports", "tune", "fleet"]
 
 
 def imported_packages(module: Path) -> set[str]:
