@@ -152,10 +152,14 @@ def replay(profile: AgenticProfile, recipe: Recipe, base_url: str, api_key: str,
         raise StationError(problem, f"see {out}/aiperf.log")
 
 
+def aiperf_records(out: Path) -> list[dict[str, Any]]:
+    """AIPerf's per-request records (profile_export.jsonl), one per request it sent."""
+    return [json.loads(line) for line in (out / "profile_export.jsonl").read_text().splitlines() if line.strip()]
+
+
 def every_request_failed(out: Path) -> str | None:
     """What AIPerf's records say when none of its requests succeeded (it then exits 1 without its summary)."""
-    export = out / "profile_export.jsonl"
-    records = [json.loads(line) for line in export.read_text().splitlines() if line.strip()] if export.is_file() else []
+    records = aiperf_records(out) if (out / "profile_export.jsonl").is_file() else []
     errors = [record["error"] for record in records if record.get("error")]
     if not records or len(errors) < len(records):
         return None
@@ -178,7 +182,7 @@ def value(record: dict[str, Any], name: str) -> float | None:
 
 def summarise(profile: AgenticProfile, out: Path, counted: dict[str, float]) -> AgenticMetrics:
     """AIPerf's per-request records grouped by session and turn, and the engine's counters over the run."""
-    records = [json.loads(line) for line in (out / "profile_export.jsonl").read_text().splitlines() if line.strip()]
+    records = aiperf_records(out)
     aggregate = json.loads((out / "profile_export_aiperf.json").read_text())
     sessions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:

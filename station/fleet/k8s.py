@@ -60,7 +60,8 @@ class Placement(BaseModel):
     replicas: Annotated[int, Field(ge=1)] = 1
     cpu: str | None = Field(None, description="CPU each engine requests, e.g. 16 or 500m")
     memory: str | None = Field(None, description="Memory each engine requests, e.g. 64Gi")
-    policy: Literal["cache_aware", "round_robin", "power_of_two", "consistent_hash", "random"] = "cache_aware"
+    # No default here: placement() gives the router role's (vllm_router_policy), the one source of it.
+    policy: Literal["cache_aware", "round_robin", "power_of_two", "consistent_hash", "random"]
     model_cache_claim: str | None = Field(None, pattern=DNS_LABEL, description="PersistentVolumeClaim for weights")
     monitoring_namespace: str = Field("monitoring", pattern=DNS_LABEL)
     kubernetes: str = Field(KUBERNETES_VERSION, pattern=r"^1\.[0-9]+$")
