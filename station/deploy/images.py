@@ -21,7 +21,7 @@ from docker.errors import APIError, DockerException, ImageNotFound
 from rich.console import Console
 
 from station import paths
-from station.deploy import wheelhouse
+from station.deploy import lock, wheelhouse
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 
@@ -74,8 +74,13 @@ def image_id(engine: docker.DockerClient, tag: str) -> str | None:
 def ensure(
     engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str] | None = None
 ) -> str:
-    """The id of image `tag`, built from docker/<folder> when missing or built from other inputs."""
-    build_args = build_args or {}
+    """The id of image `tag`, built from docker/<folder> when missing or built from other inputs; one build at a
+    time on this controller (a second command building the same image waits, then finds it built)."""
+    with lock.builds():
+        return _ensure(engine, tag, folder, console, build_args or {})
+
+
+def _ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str]) -> str:
     digest = build_digest(folder, build_args)
     try:
         existing = engine.images.get(tag)
