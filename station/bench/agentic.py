@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,8 +97,14 @@ def tokenizer_for(recipe: Recipe) -> str:
     if recipe.model.source == "hub":
         return recipe.model.id
     folder = paths.CACHE / "tokenizers" / recipe.model.served_name
-    if not (folder / "tokenizer.json").is_file():
-        tiny_model.write(folder)
+    if not folder.is_dir():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        written = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
+        tiny_model.write(written)
+        try:
+            written.rename(folder)  # whole, so that a command reading it beside this one never sees half of it
+        except OSError:
+            shutil.rmtree(written)  # another command wrote the same files first
     return str(folder)
 
 
