@@ -22,8 +22,13 @@ from typing import Any
 import pytest
 import yaml
 
-SANDBOX = Path(tempfile.mkdtemp(prefix="station-tests-"))
-os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results")
+# The process that starts the run makes the sandbox; its xdist workers inherit it through the environment. They share
+# the controller's state (its caches, built images' wheels, secrets per host) as the commands of two hosts would, and
+# keep results apart, so that each deployment's tests read their own runs.
+SANDBOX = Path(os.environ.get("STATION_TESTS_SANDBOX") or tempfile.mkdtemp(prefix="station-tests-"))
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+os.environ["STATION_TESTS_SANDBOX"] = str(SANDBOX)
+os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results" / (WORKER or "main"))
 os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
 
 from station import paths  # noqa: E402
@@ -44,12 +49,29 @@ _BEFORE = {folder: snapshot(folder) for folder in USER_FOLDERS}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if the user's results/ or .station/ changed under it; then clear the sandbox."""
+    """Fail the run if the user's results/ or .station/ changed under it; then clear the sandbox. The process that
+    started the run does this, once its workers have finished."""
+    if WORKER:
+        return
     touched = [str(folder) for folder in USER_FOLDERS if snapshot(folder) != _BEFORE[folder]]
     if touched:
         session.config.get_terminal_writer().line(f"the suite changed the user's {', '.join(touched)}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     clear_sandbox(keep_evidence=session.exitstatus != pytest.ExitCode.OK)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling, with a deployment as the scope: each folder under tests/integration/ goes whole to one
+    worker, in file order (its modules share its deployment); every other test goes to whichever worker is free."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByDeployment(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            folder, _, rest = nodeid.removeprefix("tests/integration/").partition("/")
+            return f"tests/integration/{folder}" if nodeid.startswith("tests/integration/") and rest else nodeid
+
+    return ByDeployment(config, log)
 
 
 BULKY = ("state/bundle", "state/cache")

@@ -1,5 +1,9 @@
 """Integration fixtures: the real CLI against `local`, a real Docker engine, real vLLM and Prometheus.
 
+Each folder below is one deployment its tests share: local/ the local host's, sim/ the simulated host's
+(its own conftest starts it). One xdist worker runs each folder, in file order (tests/conftest.py), so the
+two progress side by side; no module needs another to have run first.
+
 Nothing here skips: without a Docker engine these tests fail and say how to
 start one (.ci/run starts it in CI). Deselect them with `-m "not integration"`.
 """

@@ -2,7 +2,7 @@
 
 The search loop is driven here by `throughput_formula_standing_in_for_an_engine`: a
 formula of the flags, not an engine, so that the bookkeeping around the real
-measurement (tests/integration/test_7_tune.py runs it on the CPU engine) can be
+measurement (tests/integration/local/test_3_tune.py runs it on the CPU engine) can be
 checked in milliseconds and deterministically.
 """
 

@@ -21,7 +21,7 @@ import requests
 from station import paths
 from tests.integration.conftest import ENGINE_URL
 
-PINNED = Path(__file__).parent.parent / "agents" / "cline"
+PINNED = paths.ROOT / "tests" / "agents" / "cline"
 
 
 @pytest.fixture(scope="module")

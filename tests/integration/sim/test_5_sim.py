@@ -9,7 +9,6 @@ import subprocess
 import tarfile
 
 import pytest
-import testinfra
 import yaml
 from rich.console import Console
 
@@ -18,43 +17,8 @@ from station.deploy import bundle, platforms, playbook, sim
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES
-from tests.integration.conftest import Invocation, invoke, succeeded
-
-PLANTED = {"labels": ["planted-by-test=yes"]}  # a key the host had before station came
-
-
-def sim_root(command: str) -> subprocess.CompletedProcess[str]:
-    """A command as root inside the simulated host: test set-up only, never how station reaches it."""
-    return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
-
-
-@pytest.fixture(scope="module")
-def fresh_sim(docker_client) -> None:
-    from rich.console import Console
-
-    sim.down(Console())
-    sim.up(Console())
-    sim_root(f"mkdir -p /etc/docker && echo '{json.dumps(PLANTED)}' > /etc/docker/daemon.json")
-
-
-@pytest.fixture(scope="module")
-def provisioned(fresh_sim) -> tuple[Invocation, Invocation]:
-    first = succeeded(invoke("provision", "--host", "sim"))
-    second = succeeded(invoke("provision", "--host", "sim"))
-    print(f"provision on sim: first {first.seconds:.0f} s, second {second.seconds:.0f} s")
-    return first, second
-
-
-@pytest.fixture(scope="module")
-def sim_host(provisioned):
-    """testinfra over SSH, with the same key and pinned host key Ansible uses."""
-    secrets = paths.SECRETS / "sim"
-    return testinfra.get_host(
-        f"ssh://{sim.USER}@127.0.0.1:{sim.SSH_PORT}",
-        ssh_identity_file=str(secrets / "id_ed25519"),
-        ssh_extra_args=f"-o UserKnownHostsFile={secrets / 'known_hosts'} -o StrictHostKeyChecking=yes",
-        sudo=True,
-    )
+from tests.integration.conftest import invoke, succeeded
+from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root
 
 
 def extra_inventory(tmp_path, hosts: dict) -> dict[str, str]:
@@ -185,20 +149,6 @@ def test_a_variable_of_the_wrong_type_is_caught_before_any_change(tmp_path, sim_
     assert run.returncode == 1
     assert "docker_engine_log_max_files" in run.output and "int" in run.output
     assert sim_host.file("/etc/docker/daemon.json").content_string == before
-
-
-HF_TOKEN = "hf_station_test_token_not_real"
-HF_TOKEN_FILE = "/var/lib/station/secrets/hf_token"
-
-
-@pytest.fixture(scope="module")
-def deployed_on_sim(provisioned) -> Invocation:
-    # What `provision` writes when host_tuning_hf_token is set (root, 0600).
-    folder = HF_TOKEN_FILE.rsplit("/", 1)[0]
-    sim_root(f"mkdir -p {folder} && echo {HF_TOKEN} > {HF_TOKEN_FILE} && chmod 600 {HF_TOKEN_FILE}")
-    run = succeeded(invoke("deploy", "--host", "sim"))
-    print(f"deploy on sim (bundle delivered): {run.seconds:.0f} s")
-    return run
 
 
 def test_deploy_on_a_remote_host_checks_agents_through_an_ssh_forward(deployed_on_sim) -> None:

@@ -1,9 +1,11 @@
-"""`invoke ladder` end to end on the CPU engine, interrupted after one step and resumed; the GB300 flags checked.
+"""`invoke ladder` end to end on the CPU engine of the simulated host, interrupted after one step and resumed; the
+GB300 flags checked.
 
-The ladder run is the slowest test: an engine start and a benchmark per step,
-so it measures two of cpu-ladder's five steps (the defaults and the last, which
-has every switch) to fit the CI budget. Its figures are printed, not
-asserted: they are numbers to report, not targets.
+The ladder runs on `sim`, reached over SSH as a GPU host is, while the local
+host's tests run beside it. It is the slowest test: an engine start and a
+benchmark per step, so it measures two of cpu-ladder's five steps (the
+defaults and the last, which has every switch) to fit the CI budget. Its
+figures are printed, not asserted: they are numbers to report, not targets.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from station.bench import ladder
 from station.recipes import recipe
 from tests.integration.conftest import CLI_ENV, Invocation, cli, invoke, succeeded, wait_for
 
+HOST = "sim"
 STEPS = "0,4"
 SHIPPED_LADDERS = [name for name in recipe.available() if name.startswith("nemotron-")]
 
@@ -34,18 +37,18 @@ def test_every_nemotron_step_parses_with_the_pinned_vllm_parser(name: str) -> No
 
 
 def _newest_state(started_after: set) -> ladder.LadderRun | None:
-    fresh = set(ladder.LADDERS.glob("*-local-cpu-ladder/state.json")) - started_after
+    fresh = set(ladder.LADDERS.glob(f"*-{HOST}-cpu-ladder/state.json")) - started_after
     if not fresh:
         return None
     return ladder.LadderRun.model_validate_json(max(fresh).read_text())
 
 
 @pytest.fixture(scope="module")
-def interrupted() -> tuple[ladder.LadderRun, str]:
+def interrupted(provisioned) -> tuple[ladder.LadderRun, str]:
     """`invoke ladder` stopped with SIGINT (as Ctrl-C does) once its first step is measured."""
     before = set(ladder.LADDERS.glob("*/state.json"))
     proc = subprocess.Popen(
-        cli("ladder", "--host", "local", "--recipe", "cpu-ladder", "--steps", STEPS, "--fresh"),
+        cli("ladder", "--host", HOST, "--recipe", "cpu-ladder", "--steps", STEPS, "--fresh"),
         cwd=paths.ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -69,7 +72,7 @@ def interrupted() -> tuple[ladder.LadderRun, str]:
 
 @pytest.fixture(scope="module")
 def resumed(interrupted) -> tuple[ladder.LadderRun, Invocation]:
-    run = succeeded(invoke("ladder", "--host", "local", "--recipe", "cpu-ladder", "--steps", STEPS, timeout=3600))
+    run = succeeded(invoke("ladder", "--host", HOST, "--recipe", "cpu-ladder", "--steps", STEPS, timeout=3600))
     state_file = ladder.LADDERS / interrupted[0].ladder_id / "state.json"
     return ladder.LadderRun.model_validate_json(state_file.read_text()), run
 

@@ -1,8 +1,10 @@
-"""Evidence on the CPU engine: reports and comparisons from stored runs, the cost of a run, accuracy drift.
+"""Evidence on the CPU engine of the simulated host: reports and comparisons from stored runs, the cost of a run,
+accuracy drift.
 
-After the ladder (test_6) in a whole run, its runs are the ones reported and its
-last step, still deployed, is probed by the identical-configuration check
-without a restart; on its own, the module benchmarks cpu-smoke first.
+After the ladder (test_6, on the same host) in a whole run, its runs are the
+ones reported and its last step, still deployed, is probed by the
+identical-configuration check without a restart; on its own, the module
+benchmarks cpu-smoke first.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from station import paths
 from station.bench import accuracy, runs
 from tests.integration.conftest import invoke, succeeded
 
+HOST = "sim"
+
 
 @pytest.fixture(scope="module")
-def two_runs() -> list[str]:
+def two_runs(provisioned) -> list[str]:
     """The two newest stored runs: the ladder's steps when the whole suite runs, benchmarks of cpu-smoke made
     here when this module runs on its own."""
     while len(runs.select(last=2)) < 2:
-        succeeded(invoke("deploy", "--host", "local"))
-        succeeded(invoke("smoke-bench", "--host", "local"))
+        succeeded(invoke("deploy", "--host", HOST))
+        succeeded(invoke("smoke-bench", "--host", HOST))
     return [entry.run_id for entry in runs.select(last=2)]
 
 
@@ -70,16 +74,16 @@ def drift_of(run_output: str) -> dict:
     return json.loads((Path(folder.group(1)) / "drift.json").read_text())
 
 
-def test_identical_configurations_match_exactly() -> None:
-    run = succeeded(invoke("accuracy", "--host", "local", "--recipe", "cpu-ladder", "--steps", "4,4"))
+def test_identical_configurations_match_exactly(provisioned) -> None:
+    run = succeeded(invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "4,4"))
     drift = drift_of(run.output)["drift"]
     print(drift)
     assert drift["exact_match_rate"] == 1.0 and drift["mean_abs_logprob_diff"] == 0.0
     assert drift["prompts"] == len(accuracy.PROMPTS)
 
 
-def test_bfloat16_against_float32_drifts_and_the_figures_agree() -> None:
-    run = invoke("accuracy", "--host", "local", "--recipe", "cpu-ladder", "--steps", "0,4")
+def test_bfloat16_against_float32_drifts_and_the_figures_agree(provisioned) -> None:
+    run = invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "0,4")
     record = drift_of(run.output)
     drift, problems = record["drift"], record["problems"]
     print(drift)

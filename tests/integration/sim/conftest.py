@@ -1,0 +1,62 @@
+"""The simulated host's deployment, shared by every module here: started, provisioned over SSH and deployed once per
+session, by the xdist worker that runs this folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import testinfra
+from rich.console import Console
+
+from station import paths
+from station.deploy import sim
+from tests.integration.conftest import Invocation, invoke, succeeded
+
+PLANTED = {"labels": ["planted-by-test=yes"]}  # a daemon.json key the host had before station came
+HF_TOKEN = "hf_station_test_token_not_real"
+HF_TOKEN_FILE = "/var/lib/station/secrets/hf_token"
+
+
+def sim_root(command: str) -> subprocess.CompletedProcess[str]:
+    """A command as root inside the simulated host: test set-up only, never how station reaches it."""
+    return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def fresh_sim(docker_client) -> None:
+    sim.down(Console())
+    sim.up(Console())
+    sim_root(f"mkdir -p /etc/docker && echo '{json.dumps(PLANTED)}' > /etc/docker/daemon.json")
+
+
+@pytest.fixture(scope="session")
+def provisioned(fresh_sim) -> tuple[Invocation, Invocation]:
+    """`invoke provision --host sim`, twice."""
+    first = succeeded(invoke("provision", "--host", "sim"))
+    second = succeeded(invoke("provision", "--host", "sim"))
+    print(f"provision on sim: first {first.seconds:.0f} s, second {second.seconds:.0f} s")
+    return first, second
+
+
+@pytest.fixture(scope="session")
+def sim_host(provisioned):
+    """testinfra over SSH, with the same key and pinned host key Ansible uses."""
+    secrets = paths.SECRETS / "sim"
+    return testinfra.get_host(
+        f"ssh://{sim.USER}@127.0.0.1:{sim.SSH_PORT}",
+        ssh_identity_file=str(secrets / "id_ed25519"),
+        ssh_extra_args=f"-o UserKnownHostsFile={secrets / 'known_hosts'} -o StrictHostKeyChecking=yes",
+        sudo=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def deployed_on_sim(provisioned) -> Invocation:
+    """`invoke deploy --host sim`, with the token file `provision` writes when host_tuning_hf_token is set."""
+    folder = HF_TOKEN_FILE.rsplit("/", 1)[0]
+    sim_root(f"mkdir -p {folder} && echo {HF_TOKEN} > {HF_TOKEN_FILE} && chmod 600 {HF_TOKEN_FILE}")
+    run = succeeded(invoke("deploy", "--host", "sim"))
+    print(f"deploy on sim (bundle delivered): {run.seconds:.0f} s")
+    return run
