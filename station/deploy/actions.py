@@ -95,9 +95,9 @@ def deploy(
     return Deployment(
         host=host,
         recipe=recipe,
-        endpoint=f"http://{host_vars['vllm_router_bind_address']}:{host_vars['vllm_router_port']}/v1",
+        endpoint=f"{service_url(host_vars, 'vllm_router')}/v1",
         api_key_file=keys.api_key_file(host),
-        prometheus_url=f"http://{host_vars['prometheus_bind_address']}:{host_vars['prometheus_port']}",
+        prometheus_url=service_url(host_vars, "prometheus"),
         grafana_url=grafana_url(host_vars),
         grafana_password_file=paths.SECRETS / host / "grafana_admin_password",
         changed_tasks=changed,
@@ -105,7 +105,7 @@ def deploy(
         seconds=time.monotonic() - started,
         took_over=bool(waiting),
         in_place_window_s=result.handed_by(host, "vllm_server_in_place_window_s"),
-        hold_s=host_vars.get("vllm_router_hold_s"),
+        hold_s=inventory.setting(host_vars, "vllm_router", "vllm_router_hold_s"),
     )
 
 
@@ -145,13 +145,15 @@ def check_agents(host: str, recipe: Recipe, console: Console, service: str = tun
             return agent_check.run(agent_check.Endpoint(url, key, recipe.model.served_name, reasoning))
 
 
+def service_url(host_vars: dict[str, Any], role: str) -> str:
+    """Where a role's service answers on its host: its <role>_bind_address and <role>_port, as the host gets them."""
+    address, port = (inventory.setting(host_vars, role, f"{role}_{name}") for name in ("bind_address", "port"))
+    return f"http://{address}:{port}"
+
+
 def grafana_url(host_vars: dict[str, Any]) -> str | None:
     """Where Grafana answers; None where this host gets no Grafana image."""
-
-    def setting(name: str) -> Any:
-        return inventory.setting(host_vars, "grafana", name)
-
-    return f"http://{setting('grafana_bind_address')}:{setting('grafana_port')}" if setting("grafana_image") else None
+    return service_url(host_vars, "grafana") if inventory.setting(host_vars, "grafana", "grafana_image") else None
 
 
 @dataclass(frozen=True)

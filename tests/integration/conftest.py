@@ -26,6 +26,7 @@ import openai
 import pytest
 import requests
 import testinfra
+import yaml
 
 from station import paths
 from station.deploy import images, inventory
@@ -93,6 +94,13 @@ def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -
 def succeeded(run: Invocation) -> Invocation:
     assert run.returncode == 0, f"{' '.join(run.argv)} exited {run.returncode}:\n{run.output}"
     return run
+
+
+def extra_inventory(tmp_path: Path, hosts: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Env that adds hosts to the inventory, or variables to hosts it has, for one invocation."""
+    path = tmp_path / "extra.yml"
+    path.write_text(yaml.safe_dump({"offline": {"hosts": hosts}}))
+    return {"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{path}"}
 
 
 def engine_argv(served: recipe.Recipe) -> list[str]:

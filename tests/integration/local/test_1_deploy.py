@@ -20,6 +20,7 @@ from tests.integration.conftest import (
     ROUTER,
     engine_argv,
     engine_target_up,
+    extra_inventory,
     invoke,
     succeeded,
     wait_for,
@@ -203,3 +204,13 @@ def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None
         for line in shown.splitlines()
     )
     assert any("scrape: vllm" in line and "up" in line for line in shown.splitlines())
+
+
+def test_status_looks_up_the_containers_the_roles_name(first_deploy, tmp_path) -> None:
+    """Each role reports its own containers: an engine renamed in the inventory is the one status looks for."""
+    env = extra_inventory(tmp_path, {"local": {"vllm_server_container_name": "station-engine-renamed"}})
+    shown = succeeded(invoke("status", "--host", "local", env=env)).output.splitlines()
+    assert any("station-engine-renamed " in line and "absent" in line for line in shown), shown
+    assert any("station-engine-renamed-candidate" in line for line in shown), shown
+    assert not any(f"{ENGINE} " in line for line in shown), shown
+    assert any("station-router" in line and "running" in line for line in shown), shown

@@ -12,15 +12,20 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import requests
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
 
 from station import paths
+from station.deploy import playbook
 from station.generators import dashboards
-from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL, promtool
+from tests.conftest import FIXTURES
+from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL, promtool, wait_for
 
 # Panels and rules with no data off-GPU: no MTP head on the tiny model, no DCGM exporter.
 OFF_GPU_PANELS = {
@@ -154,6 +159,34 @@ def test_the_alert_tests_fail_when_a_threshold_moves(first_deploy, tmp_path) -> 
     result = alert_tests(moved)
     assert result.returncode != 0
     assert "VllmKvCacheNearFull" in result.stdout + result.stderr
+
+
+def reload_gauges() -> dict[str, float]:
+    """Prometheus' own record of its last configuration reload, from its /metrics."""
+    text = requests.get(f"{PROMETHEUS_URL}/metrics", timeout=10).text
+    return {
+        family.name: family.samples[0].value
+        for family in text_string_to_metric_families(text)
+        if family.name.startswith("prometheus_config_last_reload_success")
+    }
+
+
+def test_the_reload_handler_reloads_prometheus_in_its_running_container(first_deploy, docker_client) -> None:
+    """What a deploy that changes the configuration or rules notifies: a reload, not a restart (samples stay)."""
+    started = docker_client.api.inspect_container(PROMETHEUS)["State"]["StartedAt"]
+    before = reload_gauges()["prometheus_config_last_reload_success_timestamp_seconds"]
+    time.sleep(1)  # the gauge counts whole seconds
+    run = playbook.run_file(FIXTURES / "playbooks" / "reload.yml", "local", {}, Console(record=True))
+    assert "prometheus : Reload Prometheus" in run.changed_tasks, run.changed_tasks
+    after = wait_for(
+        lambda: (
+            (gauges := reload_gauges())["prometheus_config_last_reload_success_timestamp_seconds"] > before and gauges
+        ),
+        30,
+        "Prometheus to reload",
+    )
+    assert after["prometheus_config_last_reload_successful"] == 1
+    assert docker_client.api.inspect_container(PROMETHEUS)["State"]["StartedAt"] == started
 
 
 def test_node_exporter_reads_the_host(first_deploy, local_host) -> None:

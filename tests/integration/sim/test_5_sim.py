@@ -9,7 +9,6 @@ import subprocess
 import tarfile
 
 import pytest
-import yaml
 from rich.console import Console
 
 from station import paths
@@ -17,15 +16,8 @@ from station.deploy import bundle, platforms, playbook, sim
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES
-from tests.integration.conftest import invoke, succeeded
+from tests.integration.conftest import extra_inventory, invoke, succeeded
 from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root
-
-
-def extra_inventory(tmp_path, hosts: dict) -> dict[str, str]:
-    """Env that adds hosts to the inventory for one invocation."""
-    path = tmp_path / "extra.yml"
-    path.write_text(yaml.safe_dump({"offline": {"hosts": hosts}}))
-    return {"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{path}"}
 
 
 def like_sim(**overrides) -> dict:
