@@ -13,7 +13,7 @@ from rich.table import Table
 from station.bench import runs
 from station.bench.ladder import LadderRun, StepRow
 from station.recipes.recipe import Ladder
-from station.reports import charts
+from station.reports import charts, templates
 
 COLUMNS = ("Step", "Change", "Output tok/s", "Ratio", "Published", "TTFT p99 ms", "TPOT p99 ms", "MTP acceptance")
 
@@ -48,33 +48,19 @@ def table(state: LadderRun) -> Table:
 
 def markdown(state: LadderRun, ladder: Ladder, chart: Path) -> str:
     first_recipe = ladder.recipe(state.steps[0])
-    profile = first_recipe.bench
-    first = runs.read(state.rows[0].run_id).provenance.gpu if state.rows else None
-    lines = [
-        f"# Ladder {state.ladder} on {state.host}",
-        "",
-        ladder.description,
-        "",
-        f"- Run: `{state.ladder_id}`, started {state.started}, finished {state.finished or 'not yet'}",
-        f"- Profile: {profile.input_len} in / {profile.output_len} out, {profile.concurrency} concurrent, "
-        f"{profile.num_prompts} prompts, {profile.warmups} warm-ups",
-        f"- Engine: `{first_recipe.engine.image}` (vLLM {first_recipe.engine.vllm_version})",
-        f"- GPU: {first.describe() if first else 'not recorded'}",
-        f"- Published figures: {ladder.reference_hardware or 'none (unmeasured variant or CPU ladder)'}",
-        f"- {ratio_note(state).capitalize()}; took {sum(row.seconds for row in state.rows) / 60:.1f} min",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
-        *("| " + " | ".join(cells(state, row)) + " |" for row in state.rows),
-        "",
-        f"![Output throughput by step]({chart.name})",
-        "",
-        "Each step's raw result, log and provenance: "
-        + ", ".join(f"[step {row.step}](../../{row.run_id}/result.json)" for row in state.rows),
-    ]
-    if ladder.caveats:
-        lines += ["", "## Caveats", "", *(f"- {caveat}" for caveat in ladder.caveats)]
-    return "\n".join(lines) + "\n"
+    return templates.render(
+        "ladder.md.j2",
+        state=state,
+        ladder=ladder,
+        profile=first_recipe.bench,
+        engine=first_recipe.engine,
+        gpu=runs.read(state.rows[0].run_id).provenance.gpu if state.rows else None,
+        note=ratio_note(state),
+        minutes=sum(row.seconds for row in state.rows) / 60,
+        columns=COLUMNS,
+        rows=[cells(state, row) for row in state.rows],
+        chart=chart,
+    )
 
 
 def chart(state: LadderRun, path: Path) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 
@@ -14,7 +13,7 @@ from station.bench.bench_result import BenchResult
 from station.bench.records import IndexEntry, RunRecord
 from station.bench.telemetry import TelemetrySummary
 from station.errors import StationError
-from station.reports import charts
+from station.reports import charts, templates
 
 REPORTS = paths.RESULTS / "reports"
 
@@ -32,10 +31,6 @@ COMPARED = [
 ]
 
 
-def _cell(value: Any, fmt: str) -> str:
-    return "-" if value is None else fmt.format(value)
-
-
 def _power(entry: IndexEntry) -> str:
     if entry.avg_power_w is None:
         return "no GPU telemetry" if entry.gpu == "none" else "-"
@@ -43,28 +38,9 @@ def _power(entry: IndexEntry) -> str:
     return f"{entry.avg_power_w:,.0f} W, {per_joule:.2f} tok/J" if per_joule else f"{entry.avg_power_w:,.0f} W"
 
 
-def _validity(entry: IndexEntry) -> str:
-    reason = entry.invalid
-    return "yes" if reason is None else f"no: {reason}"
-
-
 def runs_markdown(entries: list[IndexEntry], charts: list[Path]) -> str:
-    lines = [
-        f"# station report, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        "",
-        f"{len(entries)} run(s). Each links to its result.json (metrics, telemetry, full provenance).",
-        "",
-        "| Run | Host | Recipe | GPU | vLLM | Output tok/s | TTFT p99 ms | TPOT p99 ms | Power | Failed | Valid |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for e in entries:
-        lines.append(
-            f"| [{e.run_id}](../../{e.run_id}/result.json) | {e.host} | {e.recipe} | {e.gpu} "
-            f"| {e.vllm_version} | {e.output_throughput:,.0f} | {e.p99_ttft_ms:,.0f} "
-            f"| {_cell(e.p99_tpot_ms, '{:,.1f}')} | {_power(e)} | {e.failed} | {_validity(e)} |"
-        )
-    lines += ["", *(f"![{chart.stem}]({chart.name})" for chart in charts)]
-    return "\n".join(lines) + "\n"
+    now = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+    return templates.render("runs.md.j2", now=now, entries=entries, charts=charts, power=_power)
 
 
 def _labels(entries: list[IndexEntry]) -> list[str]:
@@ -134,12 +110,12 @@ def comparison(a: str, b: str) -> list[tuple[str, str, str, str]]:
     for label, key, fmt, _ in COMPARED:
         first, second = (getattr(r.metrics, key, None) for r in records)
         ratio = f"{second / first:.2f}x" if first and second is not None else "-"
-        rows.append((label, _cell(first, fmt), _cell(second, fmt), ratio))
+        rows.append((label, templates.number(first, fmt), templates.number(second, fmt), ratio))
     power = [r.telemetry or TelemetrySummary(present=False) for r in records]
     for label, key in (("Avg GPU power W", "avg_power_w"), ("Output tok/J", "output_tokens_per_joule")):
         first, second = (getattr(p, key) for p in power)
         ratio = f"{second / first:.2f}x" if first and second else "-"
-        rows.append((label, _cell(first, "{:,.2f}"), _cell(second, "{:,.2f}"), ratio))
+        rows.append((label, templates.number(first, "{:,.2f}"), templates.number(second, "{:,.2f}"), ratio))
     return rows
 
 
@@ -155,8 +131,6 @@ def comparison_table(a: str, b: str) -> Table:
 def write_comparison(a: str, b: str) -> Path:
     folder = REPORTS / f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-compare"
     folder.mkdir(parents=True)
-    lines = [f"# {a} against {b}", "", "| Metric | A | B | B / A |", "|---|---|---|---|"]
-    lines += [f"| {' | '.join(row)} |" for row in comparison(a, b)]
     path = folder / "compare.md"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(templates.render("compare.md.j2", a=a, b=b, rows=comparison(a, b)))
     return path

@@ -5,24 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 from rich.table import Table
 
 from station import paths
-from station.reports import charts
+from station.reports import charts, templates
 from station.tune.search import TuneRun, feasible, measurement, ranked
 from station.tune.space import render_values
-
-TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent),
-    autoescape=False,  # markdown, not HTML
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
 
 
 @dataclass(frozen=True)
@@ -148,7 +138,7 @@ def write(run: TuneRun, found: optuna.Study) -> Path:
     """report.md and pareto.png in the tune's folder; returns the markdown path."""
     chart(run, found, run.folder / "pareto.png")
     winner = paths.RESULTS / run.winner if run.winner else None
-    text = TEMPLATES.get_template("report.md.j2").render(run=run, rows=rows(run, found), winner=winner)
+    text = templates.render("report.md.j2", Path(__file__).parent, run=run, rows=rows(run, found), winner=winner)
     path = run.folder / "report.md"
     path.write_text(text)
     return path
