@@ -23,7 +23,7 @@ def engine_identity(host: str, engine_url: str, console: Console) -> dict[str, s
     engine = live_engine(host, console)
     headers = {"Authorization": f"Bearer {keys.api_key(host)}"}
     version = requests.get(f"{engine_url}/version", headers=headers, timeout=10).json()["version"]
-    return {"recipe": engine["recipe"], "config_hash": engine["config"], "vllm_version": version}
+    return {"recipe": engine.recipe, "config_hash": engine.config, "vllm_version": version}
 
 
 def prometheus(host: str, url: str, until: float) -> traffic.Prometheus:

@@ -11,6 +11,7 @@ platforms.py    CPU architectures of the controller, a host and an image
 wheelhouse.py   hash-locked wheels, downloaded once
 playbook.py     ansible-playbook with station's event stream, progress and errors
 inventory.py    the inventory, and a wiring value as a host gets it
+host_status.py  what `invoke status` reads on a host, typed
 keys.py         the engine's API key on the controller
 tunnel.py       SSH forwards to a host's loopback services
 lock.py         one command at a time per host, one image build at a time per controller

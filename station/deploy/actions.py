@@ -4,7 +4,6 @@ in place), provision, check a recipe's flags there, status, down, and what codin
 from __future__ import annotations
 
 import functools
-import json
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -16,6 +15,7 @@ from rich.console import Console
 
 from station import paths
 from station.deploy import agent_check, candidate, delivery, inventory, keys, playbook, tunnel
+from station.deploy.host_status import ContainerStatus, HostStatus
 from station.errors import StationError
 from station.recipes import render
 from station.recipes.recipe import Recipe
@@ -189,11 +189,11 @@ def check_args(host: str, labelled: list[tuple[str, Recipe]], console: Console) 
         playbook.run("check", host, extra | {"vllm_server_arg_checks": checks}, console)
 
 
-def status(host: str, console: Console) -> dict[str, Any]:
+def status(host: str, console: Console) -> HostStatus:
     inventory.host_vars(host)
     with tempfile.TemporaryDirectory(prefix="station-status-") as out:
         playbook.run("status", host, {"station_output_dir": out}, console)
-        return json.loads((Path(out) / "status.json").read_text())
+        return HostStatus.model_validate_json((Path(out) / "status.json").read_text())
 
 
 def down(host: str, console: Console) -> playbook.PlaybookResult:
@@ -201,11 +201,10 @@ def down(host: str, console: Console) -> playbook.PlaybookResult:
     return playbook.run("down", host, {}, console)
 
 
-def live_engine(host: str, console: Console) -> dict[str, Any]:
+def live_engine(host: str, console: Console) -> ContainerStatus:
     """The live engine's container as status reports it (recipe, config, state), or a clear error when none runs."""
-    containers = {row["name"]: row for row in status(host, console)["containers"]}
     name = inventory.setting(inventory.host_vars(host), "vllm_server", "vllm_server_container_name")
-    engine = containers.get(name, {})
-    if engine.get("status") != "running":
+    engine = status(host, console).container(name)
+    if engine is None or not engine.running:
         raise StationError(f"no engine runs on {host}", f"deploy one first: invoke deploy --host {host}")
     return engine

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 
@@ -15,6 +14,7 @@ from station.bench.telemetry import TelemetrySummary
 from station.bench.traffic import Drift, TrafficProfile
 from station.deploy.actions import Deployment, Provisioning
 from station.deploy.agent_check import Check
+from station.deploy.host_status import HostStatus
 
 
 def deployment(done: Deployment) -> Table:
@@ -144,15 +144,15 @@ def gpu_telemetry(summary: TelemetrySummary) -> str:
     )
 
 
-def status(report: dict[str, Any]) -> Table:
-    table = Table(title=f"station on {report['host']}", title_justify="left")
+def status(report: HostStatus) -> Table:
+    table = Table(title=f"station on {report.host}", title_justify="left")
     for column in ("Container", "Status", "Health", "Recipe", "Image", "Published"):
         table.add_column(column)
-    for row in report["containers"]:
-        table.add_row(row["name"], row["status"], row["health"], row["recipe"], row["image"], ", ".join(row["ports"]))
-    for target in report["targets"]:
-        error = f" ({target['last_error']})" if target["last_error"] else ""
-        table.add_row(f"scrape: {target['job']}", target["health"] + error, "", "", target["instance"], "")
+    for row in report.containers:
+        table.add_row(row.name, row.status, row.health, row.recipe, row.image, ", ".join(row.ports))
+    for target in report.targets:
+        error = f" ({target.last_error})" if target.last_error else ""
+        table.add_row(f"scrape: {target.job}", f"{target.health}{error}", "", "", target.instance, "")
     return table
 
 

@@ -35,6 +35,7 @@ from rich.console import Console
 from station import paths
 from station.bench import accuracy, agentic, measure
 from station.deploy import actions, candidate, inventory, tunnel
+from station.deploy.host_status import ContainerStatus
 from station.errors import StationError
 from station.recipes import render
 from station.recipes.profiles import AgenticProfile
@@ -108,8 +109,8 @@ def run(
     inventory.host_vars(host)
     canary.require_fits(recipe)
     live = actions.live_engine(host, console)
-    if live.get("config") == render.config_hash(recipe):
-        raise StationError(f"{host} already runs {recipe.name} (configuration {live['config']})", "nothing to promote")
+    if live.config == render.config_hash(recipe):
+        raise StationError(f"{host} already runs {recipe.name} (configuration {live.config})", "nothing to promote")
     evidence = Evidence(PROMOTIONS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{host}-{recipe.name}", in_place=in_place)
     evidence.folder.mkdir(parents=True)
     reference = live_answers(host, recipe, live, evidence, console) if thresholds else None
@@ -126,11 +127,11 @@ def run(
 
 
 def live_answers(
-    host: str, recipe: Recipe, live: dict[str, Any], evidence: Evidence, console: Console
+    host: str, recipe: Recipe, live: ContainerStatus, evidence: Evidence, console: Console
 ) -> list[dict[str, Any]]:
     """The live engine's answers to the accuracy gate's prompts, asked before anything changes."""
     return accuracy.probe(
-        host, recipe, evidence.folder / "probe-live", console, {"vllm_bench_config_hash": live["config"]}
+        host, recipe, evidence.folder / "probe-live", console, {"vllm_bench_config_hash": live.config}
     )
 
 
@@ -144,7 +145,7 @@ def agents_gate(agent_gate: actions.AgentGate) -> actions.CandidateGate:
 
 
 def swap_on_trial(
-    host: str, recipe: Recipe, live: dict[str, Any], gates: list[actions.CandidateGate], console: Console
+    host: str, recipe: Recipe, live: ContainerStatus, gates: list[actions.CandidateGate], console: Console
 ) -> actions.Deployment:
     """The recipe swapped in place, then the gates; the first that refuses (or an interrupt) swaps the last
     healthy configuration back in. An engine that cannot start is swapped back by the deploy itself."""
@@ -158,7 +159,7 @@ def swap_on_trial(
         held = candidate.restore(host, console).handed_by(host, "vllm_server_in_place_window_s")
         raise StationError(
             f"{refused.problem}. {recipe.name} served the traffic for {served_s:.0f} s on trial and was swapped "
-            f"back out: {live['recipe']} serves again (the router held requests for up to {held} s meanwhile)",
+            f"back out: {live.recipe} serves again (the router held requests for up to {held} s meanwhile)",
             refused.hint,
         ) from refused
     except BaseException:
@@ -168,12 +169,12 @@ def swap_on_trial(
     return done
 
 
-def record(done: actions.Deployment, live: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
+def record(done: actions.Deployment, live: ContainerStatus, evidence: Evidence) -> dict[str, Any]:
     return {
         "host": done.host,
         "recipe": done.recipe.name,
         "config_hash": render.config_hash(done.recipe),
-        "replaced": {"recipe": live.get("recipe"), "config_hash": live.get("config")},
+        "replaced": {"recipe": live.recipe, "config_hash": live.config},
         "gates": ["health", "agent-check", *(["accuracy"] if evidence.drift else []), "canary"],
         "in_place": evidence.in_place,
         "held_s": done.in_place_window_s,

@@ -46,11 +46,11 @@ def base_reference(name_or_path: str) -> str:
 def require_running(host: str, base: Recipe, console: Console) -> None:
     """A tune starts from the configuration the host serves: the winner is measured against it, and extends it."""
     live = actions.live_engine(host, console)
-    if live.get("config") != render.config_hash(base):
+    if live.config != render.config_hash(base):
         raise StationError(
-            f"the live engine on {host} runs recipe {live.get('recipe')} (configuration {live.get('config')}), "
+            f"the live engine on {host} runs recipe {live.recipe} (configuration {live.config}), "
             f"not {base.name} ({render.config_hash(base)})",
-            f"tune from what it runs: --recipe {live.get('recipe')} (or its file), or deploy {base.name} first",
+            f"tune from what it runs: --recipe {live.recipe} (or its file), or deploy {base.name} first",
         )
 
 

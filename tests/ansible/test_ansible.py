@@ -14,6 +14,7 @@ from rich.console import Console
 
 from station import paths
 from station.deploy import playbook
+from station.deploy.host_status import HostStatus
 from station.errors import StationError
 from tests.conftest import FIXTURES
 
@@ -204,6 +205,26 @@ def test_station_arguments_are_appended_to_every_checked_argument_list() -> None
 
 def test_absent_container_summary() -> None:
     assert _filters().container_summary({"item": "station-bench", "container": None})["status"] == "absent"
+
+
+def test_what_the_status_playbook_writes_is_what_the_cli_reads() -> None:
+    """status.json is the filters' output; HostStatus, the CLI's model of it, reads every field of it."""
+    filters = _filters()
+    running = {
+        "item": "station-vllm",
+        "container": {"State": {"Status": "running"}, "Config": {"Labels": {"io.station.config": "c1"}}},
+    }
+    targets = {"data": {"activeTargets": [{"labels": {"job": "vllm", "instance": "e:8000"}, "health": "up"}]}}
+    written = {
+        "host": "local",
+        "containers": [filters.container_summary(running), filters.container_summary({"item": "station-bench"})],
+        "targets": filters.target_summary(targets),
+    }
+    status = HostStatus.model_validate_json(json.dumps(written))
+    assert status.model_dump() == written  # no field lost or renamed on the way
+    assert status.container("station-vllm").running and status.container("station-vllm").config == "c1"
+    assert not status.container("station-bench").running
+    assert status.container("station-grafana") is None
 
 
 def test_deploy_runs_pending_handlers_even_when_a_later_role_fails() -> None:
