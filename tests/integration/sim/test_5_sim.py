@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import subprocess
 import tarfile
 
@@ -15,8 +16,8 @@ from station import paths
 from station.deploy import bundle, platforms, playbook, sim
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
-from tests.conftest import FIXTURES
-from tests.integration.conftest import extra_inventory, invoke, succeeded
+from tests.conftest import FIXTURES, stored_run
+from tests.integration.conftest import Invocation, extra_inventory, invoke, succeeded
 from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root
 
 
@@ -292,11 +293,33 @@ def test_an_image_of_another_platform_is_refused_by_the_host_before_it_is_loaded
     assert not sim_host.file(f"/var/lib/station/bundle/{entry['file']}").exists
 
 
-def test_smoke_bench_runs_on_the_host_through_the_same_path(deployed_on_sim, smoke) -> None:
+UNREACHABLE = 1e6  # output tok/s: a baseline no CPU engine reaches
+
+
+@pytest.fixture(scope="module")
+def benched_on_sim(deployed_on_sim) -> tuple[Invocation, dict, str]:
+    """`invoke smoke-bench --host sim`, gated against a stored cpu-smoke run of a million output tok/s: measured and
+    recorded on the host, then refused as a regression (one benchmark for both)."""
+    baseline = stored_run("unreachable-cpu-smoke-baseline", throughput=UNREACHABLE).run_id
     before = set(paths.RESULTS.glob("*-sim-cpu-smoke"))
-    succeeded(invoke("smoke-bench", "--host", "sim"))
+    run = invoke("smoke-bench", "--host", "sim", "--baseline", baseline)
     (run_dir,) = set(paths.RESULTS.glob("*-sim-cpu-smoke")) - before
-    record = json.loads((run_dir / "result.json").read_text())
+    return run, json.loads((run_dir / "result.json").read_text()), baseline
+
+
+def test_smoke_bench_runs_on_the_host_through_the_same_path(benched_on_sim, smoke) -> None:
+    _, record, _ = benched_on_sim
     print(f"cpu-smoke on sim: {record['metrics']['output_throughput']:.0f} output tok/s")
     assert record["metrics"]["completed"] == smoke.bench.num_prompts and record["metrics"]["failed"] == 0
+    assert record["problems"] == []
     assert record["provenance"]["host"]["name"] == "sim" and record["provenance"]["host"]["hostname"] == "sim"
+
+
+def test_the_regression_gate_fails_against_a_better_baseline_and_says_by_how_much(benched_on_sim) -> None:
+    run, record, baseline = benched_on_sim
+    assert run.returncode == 1, run.output
+    said = re.search(rf"regression against {baseline}: output throughput fell ([0-9.]+)%", run.output)
+    assert said, run.output
+    assert float(said.group(1)) == pytest.approx(
+        (1 - record["metrics"]["output_throughput"] / UNREACHABLE) * 100, abs=0.1
+    )
