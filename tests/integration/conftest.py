@@ -27,6 +27,7 @@ import pytest
 import requests
 import testinfra
 import yaml
+from docker.errors import NotFound
 
 from station import paths
 from station.deploy import images, inventory
@@ -101,6 +102,14 @@ def extra_inventory(tmp_path: Path, hosts: dict[str, dict[str, Any]]) -> dict[st
     path = tmp_path / "extra.yml"
     path.write_text(yaml.safe_dump({"offline": {"hosts": hosts}}))
     return {"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{path}"}
+
+
+def serving(docker_client: docker.DockerClient, served: recipe.Recipe) -> bool:
+    """True when the live engine runs `served`'s configuration (a module's clean-up has nothing to put back)."""
+    try:
+        return docker_client.containers.get(ENGINE).labels.get("io.station.config") == render.config_hash(served)
+    except NotFound:
+        return False
 
 
 def engine_argv(served: recipe.Recipe) -> list[str]:

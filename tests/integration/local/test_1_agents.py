@@ -14,7 +14,7 @@ import yaml
 
 from station import paths
 from station.deploy import agent_check
-from tests.integration.conftest import API_URL, ENGINE, invoke, router_workers, succeeded
+from tests.integration.conftest import API_URL, ENGINE, invoke, router_workers, serving, succeeded
 
 CAPABILITIES = [
     "chat",
@@ -85,9 +85,9 @@ def test_tools_with_auto_choice_are_served(client, smoke, stream: bool) -> None:
 
 
 @pytest.fixture(scope="module")
-def without_tool_parser(first_deploy, tmp_path_factory):
+def without_tool_parser(first_deploy, docker_client, smoke, tmp_path_factory):
     """cpu-smoke deployed without its tool parser over a live cpu-smoke: agent-check fails on the candidate, which
-    never takes traffic; cpu-smoke is deployed again right after the test (nothing to change when all went well)."""
+    never takes traffic; cpu-smoke is deployed again after the tests if it no longer serves."""
     data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
     data["name"] = "cpu-smoke-no-tools"
     for flag in ("enable-auto-tool-choice", "tool-call-parser"):
@@ -97,7 +97,8 @@ def without_tool_parser(first_deploy, tmp_path_factory):
     try:
         yield invoke("deploy", "--host", "local", "--recipe", str(path))
     finally:
-        succeeded(invoke("deploy", "--host", "local"))
+        if not serving(docker_client, smoke):
+            succeeded(invoke("deploy", "--host", "local"))
 
 
 @pytest.fixture(scope="module")
