@@ -117,7 +117,7 @@ def test_extends_cycle_is_reported(tmp_path) -> None:
 
 def test_labelled_recipes_name_each_step() -> None:
     labels = [label for label, _ in recipe.load_labelled("cpu-ladder")]
-    assert labels[0] == "step 0 (vLLM defaults (the checkpoint's bfloat16, 256 sequences))"
+    assert labels[0] == "step 0 (vLLM defaults, eager (the checkpoint's bfloat16, 256 sequences))"
     assert len(labels) == len(recipe.load_ladder("cpu-ladder").steps)
     assert [label for label, _ in recipe.load_labelled("cpu-smoke")] == ["cpu-smoke"]
 
