@@ -69,7 +69,7 @@ def test_cost_input_errors_are_named() -> None:
 
 
 def drift_of(run_output: str) -> dict:
-    folder = re.search(r"(/\S+/results/accuracy/[^\s│]+)", run_output)
+    folder = re.search(r"(/\S+/accuracy/[^\s│]+)", run_output)
     assert folder, run_output
     return json.loads((Path(folder.group(1)) / "drift.json").read_text())
 
