@@ -11,7 +11,6 @@ start one (.ci/run starts it in CI). Deselect them with `-m "not integration"`.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -31,10 +30,9 @@ import yaml
 from docker.errors import NotFound
 
 from station import paths
-from station.bench import capture
 from station.deploy import images, inventory
 from station.errors import StationError
-from station.recipes import captures, recipe, render
+from station.recipes import recipe, render
 
 ENGINE = "station-vllm"
 ROUTER = "station-router"
@@ -222,39 +220,6 @@ def bench(first_deploy) -> BenchOutcome:
         "Prometheus to see the benchmark's tokens",
     )
     return BenchOutcome(run, record, run_dir, tokens_before, tokens_after)
-
-
-HITS, QUERIES = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"
-SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
-
-
-@dataclass(frozen=True)
-class AgenticOutcome:
-    invocation: Invocation
-    record: dict[str, Any]
-    prometheus_hits: float
-    prometheus_queries: float
-    capture: Path  # the replay's window, captured as the host's traffic profile
-
-
-@pytest.fixture(scope="session")
-def agentic(first_deploy) -> AgenticOutcome:
-    """`invoke smoke-bench --profile agentic-cpu`, with Prometheus' prefix-cache counters read before and after, then
-    its window captured (`invoke profile-capture`): the agentic module's run, and the traffic the tune replays."""
-    wait_for(engine_target_up, 60, "Prometheus to scrape the engine")
-    started = time.monotonic()
-    before = {name: prometheus_query(name) for name in (HITS, QUERIES, GENERATED)}
-    runs_before = set(paths.RESULTS.glob("*-local-cpu-smoke-agentic-cpu"))
-    run = succeeded(invoke("smoke-bench", "--host", "local", "--profile", "agentic-cpu"))
-    (run_dir,) = set(paths.RESULTS.glob("*-local-cpu-smoke-agentic-cpu")) - runs_before
-    record = json.loads((run_dir / "result.json").read_text())
-    expected = before[GENERATED] + record["metrics"]["engine_generation_tokens"]
-    wait_for(lambda: prometheus_query(GENERATED) >= expected, 30, "Prometheus to see the run's tokens")
-    hits, queries = prometheus_query(HITS) - before[HITS], prometheus_query(QUERIES) - before[QUERIES]
-    time.sleep(2 * SCRAPE_S)  # the last counts are scraped
-    succeeded(invoke("profile-capture", "--window", f"{math.ceil(time.monotonic() - started)}s"))
-    captured = captures.latest(capture.TRAFFIC_PROFILES, "local")
-    return AgenticOutcome(run, record, hits, queries, captured)
 
 
 @dataclass

@@ -2,20 +2,55 @@
 
 The prefix-cache hit rate the run reports comes from the engine's own
 counters; Prometheus scrapes the same counters, so over the same window the
-two must agree. The replay is the session's `agentic` fixture, which the tune
-module replays the capture of.
+two must agree.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from station import paths
 from station.recipes import profiles
-from tests.integration.conftest import invoke
+from tests.integration.conftest import (
+    GENERATED,
+    Invocation,
+    engine_target_up,
+    invoke,
+    prometheus_query,
+    succeeded,
+    wait_for,
+)
+
+HITS, QUERIES = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"
+
+
+@dataclass(frozen=True)
+class AgenticOutcome:
+    invocation: Invocation
+    record: dict[str, Any]
+    prometheus_hits: float
+    prometheus_queries: float
+
+
+@pytest.fixture(scope="module")
+def agentic(first_deploy) -> AgenticOutcome:
+    """`invoke smoke-bench --profile agentic-cpu`, with Prometheus' prefix-cache counters read before and after."""
+    wait_for(engine_target_up, 60, "Prometheus to scrape the engine")
+    before = {name: prometheus_query(name) for name in (HITS, QUERIES, GENERATED)}
+    runs_before = set(paths.RESULTS.glob("*-local-cpu-smoke-agentic-cpu"))
+    run = succeeded(invoke("smoke-bench", "--host", "local", "--profile", "agentic-cpu"))
+    (run_dir,) = set(paths.RESULTS.glob("*-local-cpu-smoke-agentic-cpu")) - runs_before
+    record = json.loads((run_dir / "result.json").read_text())
+    expected = before[GENERATED] + record["metrics"]["engine_generation_tokens"]
+    wait_for(lambda: prometheus_query(GENERATED) >= expected, 30, "Prometheus to see the run's tokens")
+    hits, queries = prometheus_query(HITS) - before[HITS], prometheus_query(QUERIES) - before[QUERIES]
+    return AgenticOutcome(run, record, hits, queries)
 
 
 def test_every_session_and_turn_completes(agentic) -> None:

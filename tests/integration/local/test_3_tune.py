@@ -9,6 +9,8 @@ configurations of this space are close, and whether one beats cpu-smoke is for t
 from __future__ import annotations
 
 import itertools
+import math
+import time
 
 import pytest
 import yaml
@@ -30,14 +32,26 @@ from tests.integration.conftest import (
 TRIALS = 2  # distinct configurations: with one A B round, four engine starts (six took 13 of CI's minutes)
 AB_ROUNDS = 1  # the verdict over more rounds is test_tune's
 CANDIDATE = f"{ENGINE}-candidate"
+SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 
 
 @pytest.fixture(scope="module")
-def tuned(agentic, docker_client, api_key, smoke) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
-    """A tune to the captured agentic replay while a client chats with the live engine through the router, slowly
-    (it shares the host)."""
+def captured() -> None:
+    """The agentic profile served by the live engine, then captured as the host's latest traffic profile."""
+    started = time.monotonic()
+    succeeded(invoke("smoke-bench", "--profile", "agentic-cpu"))
+    time.sleep(2 * SCRAPE_S)  # the last counts are scraped
+    succeeded(invoke("profile-capture", "--window", f"{math.ceil(time.monotonic() - started)}s"))
+
+
+@pytest.fixture(scope="module")
+def tuned(
+    first_deploy, captured, docker_client, api_key, smoke
+) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
+    """A tune to the captured traffic while a client chats with the live engine through the router, slowly (it
+    shares the host)."""
     live = docker_client.containers.get(ENGINE).id
-    searching = ["--space", "cpu-agentic", "--traffic", str(agentic.capture), "--profile", "agentic-cpu"]
+    searching = ["--space", "cpu-agentic", "--traffic", "latest", "--profile", "agentic-cpu"]
     with StreamingClients(api_key, smoke.model.served_name, threads=1, pause_s=2) as clients:
         run = succeeded(invoke("tune", *searching, "--trials", str(TRIALS), "--ab-rounds", str(AB_ROUNDS), "--fresh"))
     (state,) = [
