@@ -210,9 +210,10 @@ def test_a_host_without_room_for_an_image_is_refused_before_any_copy(deployed_on
     assert sim_host.run(f"docker image inspect {smallest}").rc == 0
 
 
-def host_state() -> str:
-    """The simulated host's containers and images, by id: what a refused command must leave as it was."""
-    return sim_root("docker ps --all --quiet --no-trunc && docker images --all --quiet --no-trunc").stdout
+def host_state() -> set[str]:
+    """The simulated host's containers and images, by id: what a refused command must leave as it was. A set:
+    `docker images` lists images created in the same second in either order."""
+    return set(sim_root("docker ps --all --quiet --no-trunc && docker images --all --quiet --no-trunc").stdout.split())
 
 
 @pytest.mark.parametrize("command", ["deploy", "bundle"])
