@@ -33,7 +33,15 @@ os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
 
 from station import paths  # noqa: E402
 from station.bench import bench_result, provenance, runs  # noqa: E402  (after the environment above)
-from station.bench.records import IndexEntry, RunRecord  # noqa: E402
+from station.bench.records import (  # noqa: E402
+    EngineFacts,
+    GpuDevice,
+    GpuFacts,
+    HostFacts,
+    HostMachine,
+    IndexEntry,
+    RunRecord,
+)
 from station.bench.telemetry import TelemetrySummary  # noqa: E402
 from station.recipes import recipe  # noqa: E402
 
@@ -110,7 +118,8 @@ def stored_run(
     figures at `throughput`, with GPU power when `power` is given."""
     smoke = recipe.load("cpu-smoke")
     metrics = bench_result.parse(FIXTURES / "bench-result.json").model_copy(update={"output_throughput": throughput})
-    gpu = {"present": True, "count": 1, "gpus": [{"name": "NVIDIA H200"}]} if power else {"present": False}
+    gpu = GpuFacts(present=True, count=1, gpus=[GpuDevice(name="NVIDIA H200")]) if power else GpuFacts(present=False)
+    facts = HostFacts(host=HostMachine(name="local"), gpu=gpu, engine=EngineFacts(image_id="sha256:abc"))
     per_joule = 2.5 if power else None
     record = RunRecord(
         run_id=run_id,
@@ -118,7 +127,7 @@ def stored_run(
         metrics=metrics,
         problems=list(problems),
         telemetry=TelemetrySummary(present=bool(power), avg_power_w=power, output_tokens_per_joule=per_joule),
-        provenance=provenance.record(smoke, "local", {"gpu": gpu, "engine": {"image_id": "sha256:abc"}}),
+        provenance=provenance.record(smoke, "local", facts),
     )
     runs.write(record)
     return record

@@ -4,7 +4,6 @@ waiting beside the live one, or a configuration swapped in on trial)."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from rich.console import Console
 
 from station.bench import agentic, bench_result, provenance, runs, telemetry
 from station.bench.agentic import AgenticMetrics
-from station.bench.records import RunRecord
+from station.bench.records import HostFacts, RunRecord
 from station.deploy import inventory, keys, playbook, tunnel
 from station.recipes import render
 from station.recipes.profiles import AgenticProfile
@@ -32,6 +31,11 @@ class BenchRun:
     seconds: float
 
 
+def host_facts(out: Path) -> HostFacts:
+    """What the bench role read on the host, from the run's folder."""
+    return HostFacts.model_validate_json((out / "host.json").read_text())
+
+
 def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, Any] | None = None) -> BenchRun:
     """Benchmark the deployed engine; `context` (e.g. the ladder and step) is recorded with the result."""
     started = time.monotonic()
@@ -42,7 +46,6 @@ def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, 
     playbook.run("bench", host, extra, console)
     result = bench_result.parse(out / "bench.json")
     problems = bench_result.problems(result, recipe.bench)
-    host_facts = json.loads((out / "host.json").read_text())
     gpu_telemetry = telemetry.summarise(
         telemetry.load(out / "telemetry.json"), result.total_output_tokens, result.duration
     )
@@ -55,7 +58,7 @@ def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, 
         problems=problems,
         telemetry=gpu_telemetry,
         reference=recipe.reference.model_dump() if recipe.reference else None,
-        provenance=provenance.record(recipe, host, host_facts),
+        provenance=provenance.record(recipe, host, host_facts(out)),
     )
     path = runs.write(record)
     return BenchRun(run_id, recipe, result, problems, gpu_telemetry, path, time.monotonic() - started)
@@ -94,7 +97,7 @@ def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: C
         metrics=metrics,
         problems=problems,
         reference={"per_user_tok_s": profile.per_user_target_tok_s} if profile.per_user_target_tok_s else None,
-        provenance=provenance.record(recipe, host, json.loads((out / "host.json").read_text())),
+        provenance=provenance.record(recipe, host, host_facts(out)),
     )
     path = runs.write(record)
     return AgenticRun(run_id, recipe, profile, metrics, problems, path, time.monotonic() - started)

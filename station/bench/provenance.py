@@ -9,6 +9,7 @@ from importlib.metadata import version
 from typing import Any
 
 from station import paths
+from station.bench.records import HostFacts
 from station.recipes.recipe import Recipe
 
 
@@ -32,8 +33,8 @@ def controller() -> dict[str, Any]:
     }
 
 
-def record(recipe: Recipe, host: str, host_facts: dict[str, Any]) -> dict[str, Any]:
-    """Provenance of one run: host_facts is what the bench playbook gathered on the host."""
+def record(recipe: Recipe, host: str, facts: HostFacts) -> dict[str, Any]:
+    """Provenance of one run: `facts` is what the bench playbook gathered on the host."""
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "bundle": bundle_commit(),
@@ -41,5 +42,5 @@ def record(recipe: Recipe, host: str, host_facts: dict[str, Any]) -> dict[str, A
         "inventory_host": host,
         "vllm_version": recipe.engine.vllm_version,
         "recipe": recipe.model_dump(mode="json"),
-        **host_facts,
+        **facts.model_dump(mode="json"),
     }

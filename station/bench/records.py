@@ -65,8 +65,70 @@ class GpuFacts(BaseModel):
         return f"{self.count}x {', '.join(names)}, driver {self.driver_version}, CUDA {self.cuda_version}"
 
 
+class HostMachine(BaseModel):
+    """The machine a run was made on: its Ansible facts and its Docker engine."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str  # in the inventory
+    hostname: str = ""
+    os: str = ""
+    kernel: str = ""
+    arch: str = ""
+    cpu: str = ""
+    cpu_count: int = 0
+    memory_mb: int = 0
+    docker_version: str = ""
+
+
+def _empty_when_none(value: Any) -> Any:
+    return {} if value is None else value  # Docker reports a container or image without labels as null
+
+
+class EngineFacts(BaseModel):
+    """The engine container a run measured: its image, its exact argv and its environment (allow-listed names only)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    container: str = ""
+    image: str = ""
+    image_id: str | None = None
+    repo_digests: list[str] = []
+    image_labels: dict[str, str] = {}
+    argv: list[str] = []
+    env: list[str] = []
+    labels: dict[str, str] = {}
+    started_at: str | None = None
+
+    _labels = field_validator("image_labels", "labels", mode="before")(_empty_when_none)
+
+
+class BenchContainer(BaseModel):
+    """The benchmark client's container, where the host ran it (vLLM's benchmark)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    image_id: str
+    argv: list[str]
+    started_at: str
+    finished_at: str
+
+
+class HostFacts(BaseModel):
+    """results/<run id>/host.json: what the vllm_bench role read on the host (its `facts` entry point, or the
+    benchmark's, which adds the client's container). A key the role adds and this model lacks is refused, so the
+    two cannot drift apart unseen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: HostMachine
+    gpu: GpuFacts
+    engine: EngineFacts
+    bench: BenchContainer | None = None
+
+
 class RunProvenance(BaseModel):
-    """Where and how a run was made (station.bench.provenance.record); the host's other facts are kept as they came."""
+    """Where and how a run was made (station.bench.provenance.record): the host's facts, the recipe, the checkout."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -74,8 +136,10 @@ class RunProvenance(BaseModel):
     bundle: dict[str, Any]
     inventory_host: str
     recipe: dict[str, Any]  # the recipe as it was served, dumped
+    host: HostMachine | None = None  # none in records written before the facts were typed, if they lacked it
     gpu: GpuFacts | None = None
-    engine: dict[str, Any] = {}  # the engine container: image id, labels, environment
+    engine: EngineFacts = EngineFacts()
+    bench: BenchContainer | None = None
 
     @property
     def recipe_name(self) -> str:
@@ -153,7 +217,7 @@ class IndexEntry(Versioned):
             recipe=provenance.recipe_name,
             context=record.context,
             vllm_version=provenance.vllm_version,
-            image_id=provenance.engine.get("image_id"),
+            image_id=provenance.engine.image_id,
             commit=provenance.commit,
             gpu=provenance.gpu_label,
             output_throughput=metrics.output_throughput,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from station import paths
 from station.bench import runs
 from station.bench.bench_result import BenchResult
-from station.bench.records import SCHEMA_VERSION, IndexEntry
+from station.bench.records import SCHEMA_VERSION, EngineFacts, HostFacts, IndexEntry
 from station.errors import StationError
-from tests.conftest import stored_run
+from tests.conftest import FIXTURES, stored_run
 
 RUN = "20261129T100000Z-local-cpu-smoke"
 
@@ -61,3 +62,33 @@ def test_a_file_from_a_newer_station_is_refused_naming_both_versions(results, fi
         refused.value
     )
     assert "update station" in refused.value.hint
+
+
+HOST_FACTS = sorted((FIXTURES / "host").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", HOST_FACTS, ids=[path.stem for path in HOST_FACTS])
+def test_the_facts_the_bench_role_writes_read_typed(path) -> None:
+    """Files the vllm_bench role wrote on this machine (its `facts` entry point, and the benchmark's)."""
+    facts = HostFacts.model_validate_json(path.read_text())
+    assert facts.host.name == "local" and facts.host.cpu_count > 0 and facts.host.docker_version
+    assert facts.engine.image_id.startswith("sha256:") and facts.engine.argv[:2] == [
+        "--model",
+        "/opt/station/models/tiny-llama",
+    ]
+    assert not facts.gpu.present and facts.gpu.label == "none"
+    assert (facts.bench is not None) == path.stem.startswith("bench")
+
+
+def test_a_fact_the_role_adds_without_the_model_is_refused() -> None:
+    data = json.loads(HOST_FACTS[0].read_text()) | {"firmware": "1.2"}
+    with pytest.raises(ValidationError, match="firmware"):
+        HostFacts.model_validate(data)
+
+
+def test_a_record_whose_engine_had_no_labels_reads() -> None:
+    """Docker reports an image or a container without labels as null, as records before typed facts kept it."""
+    engine = EngineFacts.model_validate(
+        {"image_id": "sha256:abc", "labels": None, "image_labels": None, "gpu_uuid": "x"}
+    )
+    assert engine.labels == {} and engine.image_labels == {} and engine.model_extra == {"gpu_uuid": "x"}
