@@ -11,7 +11,7 @@ import testinfra
 from rich.console import Console
 
 from station import paths
-from station.deploy import sim
+from station.deploy import inventory, sim
 from tests.integration.conftest import Invocation, invoke, succeeded
 
 PLANTED = {"labels": ["planted-by-test=yes"]}  # a daemon.json key the host had before station came
@@ -22,6 +22,12 @@ HF_TOKEN_FILE = "/var/lib/station/secrets/hf_token"
 def sim_root(command: str) -> subprocess.CompletedProcess[str]:
     """A command as root inside the simulated host: test set-up only, never how station reaches it."""
     return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def sim_engine() -> str:
+    """The engine's container name on sim, which its inventory moves off the role's default."""
+    return inventory.setting(inventory.host_vars("sim"), "vllm_server", "vllm_server_container_name")
 
 
 @pytest.fixture(scope="session")

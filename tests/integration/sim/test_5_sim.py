@@ -10,10 +10,11 @@ import subprocess
 import tarfile
 
 import pytest
+import requests
 from rich.console import Console
 
 from station import paths
-from station.deploy import bundle, platforms, playbook, sim
+from station.deploy import bundle, inventory, keys, platforms, playbook, sim, tunnel
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
@@ -150,14 +151,14 @@ def test_deploy_on_a_remote_host_checks_agents_through_an_ssh_forward(deployed_o
     assert "│ pass " in output and "│ FAIL " not in output
 
 
-def test_the_hf_token_reaches_the_engine_as_a_read_only_file_only(deployed_on_sim, sim_host) -> None:
-    engine = json.loads(sim_host.run("docker inspect station-vllm").stdout)[0]
+def test_the_hf_token_reaches_the_engine_as_a_read_only_file_only(deployed_on_sim, sim_host, sim_engine) -> None:
+    engine = json.loads(sim_host.run(f"docker inspect {sim_engine}").stdout)[0]
     (mount,) = [m for m in engine["Mounts"] if m["Destination"] == "/run/secrets/hf_token"]
     assert mount["Source"] == HF_TOKEN_FILE and mount["RW"] is False
     env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
     assert env["HF_TOKEN_PATH"] == "/run/secrets/hf_token" and "HF_TOKEN" not in env
     assert HF_TOKEN not in json.dumps(engine)
-    assert sim_host.run("docker exec station-vllm cat /run/secrets/hf_token").stdout.strip() == HF_TOKEN
+    assert sim_host.run(f"docker exec {sim_engine} cat /run/secrets/hf_token").stdout.strip() == HF_TOKEN
 
 
 def test_deploy_delivers_the_bundle_images_to_the_host(deployed_on_sim, sim_host, docker_client) -> None:
@@ -324,3 +325,29 @@ def test_the_regression_gate_fails_against_a_better_baseline_and_says_by_how_muc
     assert float(said.group(1)) == pytest.approx(
         (1 - record["metrics"]["output_throughput"] / UNREACHABLE) * 100, abs=0.1
     )
+
+
+def test_every_command_finds_the_engine_where_the_inventory_moved_it(benched_on_sim, sim_host, sim_engine) -> None:
+    """sim's inventory renames its engine and moves its ports off the roles' defaults: deploy started it there, the
+    router sends to it, Prometheus scrapes it, the benchmark measured it, status reports it, the tunnel reaches it."""
+    settings = inventory.host_vars("sim")
+    port = int(inventory.setting(settings, "vllm_server", "vllm_server_port"))
+    assert (sim_engine, port) != (inventory.role_default("vllm_server", "vllm_server_container_name"),
+                                  inventory.role_default("vllm_server", "vllm_server_port"))  # fmt: skip
+    assert sim_host.docker(sim_engine).is_running
+    assert sim_host.run("docker inspect station-vllm").rc != 0
+    assert sim_host.run(f"docker port {sim_engine}").stdout.split() == ["8000/tcp", "->", f"127.0.0.1:{port}"]
+    workers = sim_host.run(f'python3 -c "{READ_URL}" http://127.0.0.1:8000/list_workers')
+    assert json.loads(workers.stdout)["urls"] == [f"http://{sim_engine}:8000"], workers.stdout + workers.stderr
+    _, record, _ = benched_on_sim
+    assert record["provenance"]["engine"]["container"] == sim_engine
+    shown = succeeded(invoke("status", "--host", "sim")).output.splitlines()
+    assert any(f"{sim_engine} " in line and "running" in line for line in shown), shown
+    assert any("scrape: vllm" in line and "up" in line for line in shown), shown
+    with tunnel.urls("sim", Console(quiet=True), (tunnel.ENGINE,)) as found:
+        key = {"Authorization": f"Bearer {keys.api_key('sim')}"}
+        reply = requests.get(f"{found[tunnel.ENGINE]}/v1/models", headers=key, timeout=10)
+    assert reply.status_code == 200 and reply.json()["data"][0]["id"] == "tiny-llama"
+
+
+READ_URL = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
