@@ -231,6 +231,7 @@ class StreamingClients:
 
     api_key: str
     model: str
+    url: str = API_URL  # the router's, as this machine reaches it
     threads: int = 2
     pause_s: float = 0.5
     timeout_s: float = 120
@@ -241,7 +242,7 @@ class StreamingClients:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _chat_until_stopped(self) -> None:
-        client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=self.api_key, max_retries=0, timeout=self.timeout_s)
+        client = openai.OpenAI(base_url=f"{self.url}/v1", api_key=self.api_key, max_retries=0, timeout=self.timeout_s)
         while not self._stop.is_set():
             started = time.monotonic()
             try:

@@ -24,6 +24,23 @@ def sim_root(command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
 
 
+# Run on the host with a URL: what its own services answer there, where nothing of this machine's reaches.
+READ_URL = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+
+
+def sim_router_workers() -> list[str]:
+    """The engines sim's router sends requests to, asked on the host (its admin route takes no key)."""
+    port = inventory.setting(inventory.host_vars("sim"), "vllm_router", "vllm_router_port")
+    asked = sim_root(f'python3 -c "{READ_URL}" http://127.0.0.1:{port}/list_workers')
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    return json.loads(asked.stdout)["urls"]
+
+
+def sim_container_id(name: str) -> str:
+    """The id of the container of that name on sim; empty when there is none."""
+    return sim_root(f"docker ps --all --quiet --no-trunc --filter name=^{name}$").stdout.strip()
+
+
 @pytest.fixture(scope="session")
 def sim_engine() -> str:
     """The engine's container name on sim, which its inventory moves off the role's default."""

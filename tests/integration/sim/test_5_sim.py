@@ -19,7 +19,7 @@ from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
 from tests.integration.conftest import Invocation, extra_inventory, invoke, succeeded
-from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root
+from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root, sim_router_workers
 
 
 def like_sim(**overrides) -> dict:
@@ -337,8 +337,7 @@ def test_every_command_finds_the_engine_where_the_inventory_moved_it(benched_on_
     assert sim_host.docker(sim_engine).is_running
     assert sim_host.run("docker inspect station-vllm").rc != 0
     assert sim_host.run(f"docker port {sim_engine}").stdout.split() == ["8000/tcp", "->", f"127.0.0.1:{port}"]
-    workers = sim_host.run(f'python3 -c "{READ_URL}" http://127.0.0.1:8000/list_workers')
-    assert json.loads(workers.stdout)["urls"] == [f"http://{sim_engine}:8000"], workers.stdout + workers.stderr
+    assert sim_router_workers() == [f"http://{sim_engine}:8000"]
     _, record, _ = benched_on_sim
     assert record["provenance"]["engine"]["container"] == sim_engine
     shown = succeeded(invoke("status", "--host", "sim")).output.splitlines()
@@ -348,6 +347,3 @@ def test_every_command_finds_the_engine_where_the_inventory_moved_it(benched_on_
         key = {"Authorization": f"Bearer {keys.api_key('sim')}"}
         reply = requests.get(f"{found[tunnel.ENGINE]}/v1/models", headers=key, timeout=10)
     assert reply.status_code == 200 and reply.json()["data"][0]["id"] == "tiny-llama"
-
-
-READ_URL = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"

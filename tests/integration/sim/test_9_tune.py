@@ -1,9 +1,11 @@
-"""`invoke tune` on the CPU engine, to the traffic it served: the agentic profile replayed against the live
-engine and captured, then a small search replaying that capture on an engine held back beside the live one,
-the interleaved re-measurement, the report; the live engine keeps serving, untouched, throughout.
+"""`invoke tune` on the simulated host's CPU engine, to the traffic it served: the agentic profile replayed against
+the live engine and captured, then a small search replaying that capture on an engine held back beside the live one,
+the interleaved re-measurement, the report; the live engine keeps serving, untouched, throughout. Every part of it
+reaches the host as a remote one is reached: Ansible over SSH, and this machine's clients through SSH forwards.
 
-Runs after the promotion tests, with cpu-smoke live. Its figures are printed, not asserted: on 2 cores the
-configurations of this space are close, and whether one beats cpu-smoke is for the verdict to say.
+After the ladder and the accuracy checks in a whole run: cpu-smoke is swapped back in first. Its figures are printed,
+not asserted: on 2 cores the configurations of this space are close, and whether one beats cpu-smoke is for the
+verdict to say.
 """
 
 from __future__ import annotations
@@ -16,47 +18,56 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station.deploy import argcheck
+from station.deploy import argcheck, keys, tunnel
 from station.recipes import profiles, recipe
 from station.tune import search
 from station.tune import space as spaces
-from tests.integration.conftest import (
-    ENGINE,
-    Invocation,
-    StreamingClients,
-    invoke,
-    router_workers,
-    succeeded,
-)
+from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded
+from tests.integration.sim.conftest import sim_container_id, sim_router_workers
 
+HOST = "sim"
 TRIALS = 2  # distinct configurations: with one A B round, four engine starts (six took 13 of CI's minutes)
 AB_ROUNDS = 1  # the verdict over more rounds is test_tune's
-CANDIDATE = f"{ENGINE}-candidate"
 SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 
 
 @pytest.fixture(scope="module")
-def captured() -> None:
-    """The agentic profile served by the live engine, then captured as the host's latest traffic profile."""
-    started = time.monotonic()
-    succeeded(invoke("smoke-bench", "--profile", "agentic-cpu"))
-    time.sleep(2 * SCRAPE_S)  # the last counts are scraped
-    succeeded(invoke("profile-capture", "--window", f"{math.ceil(time.monotonic() - started)}s"))
+def smoke_on_sim(deployed_on_sim) -> None:
+    """cpu-smoke serving on sim (a ladder step runs there after the ladder and accuracy modules), with no agent-check:
+    its requests are no traffic of the capture's."""
+    succeeded(invoke("deploy", "--host", HOST, "--in-place", "--no-agent-check"))
 
 
 @pytest.fixture(scope="module")
-def tuned(
-    first_deploy, captured, docker_client, api_key, smoke
-) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
-    """A tune to the captured traffic while a client chats with the live engine through the router, slowly (it
-    shares the host)."""
-    live = docker_client.containers.get(ENGINE).id
+def captured(smoke_on_sim) -> None:
+    """The agentic profile served by the live engine, then captured as the host's latest traffic profile."""
+    time.sleep(5 * SCRAPE_S)  # what ran before is outside the window (it reaches back 2 scrapes before `started`)
+    started = time.monotonic()
+    succeeded(invoke("smoke-bench", "--host", HOST, "--profile", "agentic-cpu"))
+    time.sleep(2 * SCRAPE_S)  # the last counts are scraped
+    succeeded(invoke("profile-capture", "--host", HOST, "--window", f"{math.ceil(time.monotonic() - started)}s"))
+
+
+@pytest.fixture(scope="module")
+def tuned(captured, sim_engine, smoke) -> tuple[Invocation, search.TuneRun, StreamingClients, str]:
+    """A tune to the captured traffic while a client chats with the live engine through sim's router, slowly (it
+    shares the host), from this machine through an SSH forward."""
+    live = sim_container_id(sim_engine)
     searching = ["--space", "cpu-agentic", "--traffic", "latest", "--profile", "agentic-cpu"]
-    with StreamingClients(api_key, smoke.model.served_name, threads=1, pause_s=2) as clients:
-        run = succeeded(invoke("tune", *searching, "--trials", str(TRIALS), "--ab-rounds", str(AB_ROUNDS), "--fresh"))
+    with (
+        tunnel.urls(HOST, Console(quiet=True)) as found,
+        StreamingClients(
+            keys.api_key(HOST), smoke.model.served_name, found[tunnel.API], threads=1, pause_s=2
+        ) as clients,
+    ):
+        run = succeeded(
+            invoke(
+                "tune", "--host", HOST, *searching, "--trials", str(TRIALS), "--ab-rounds", str(AB_ROUNDS), "--fresh"
+            )
+        )
     (state,) = [
         search.TuneRun.model_validate_json(path.read_text())
-        for path in sorted(search.TUNES.glob("*-local-cpu-smoke-cpu-agentic*/tune.json"))[-1:]
+        for path in sorted(search.TUNES.glob(f"*-{HOST}-cpu-smoke-cpu-agentic*/tune.json"))[-1:]
     ]
     print(f"\n{run.output[run.output.index('Tune ') :]}")
     print(
@@ -80,14 +91,14 @@ def test_the_trials_replay_the_captured_traffic_in_the_profile_s_sessions(tuned)
     served = profiles.load("agentic-cpu")
     replayed = state.profile
     print(f"captured and replayed: {replayed.model_dump()}")
-    assert replayed.name == "local-traffic" and "captured on local" in replayed.description
+    assert replayed.name == f"{HOST}-traffic" and f"captured on {HOST}" in replayed.description
     assert (replayed.turns, replayed.output_tokens) == (served.turns, served.output_tokens)
     assert 1 <= replayed.sessions <= served.sessions
     # The replay's mean prompt is the captured one, which is what agentic-cpu sends (answers' lengths aside).
     mean_prompt = replayed.shared_prefix_tokens + (replayed.turns + 1) / 2 * replayed.turn_input_tokens
     sent = served.shared_prefix_tokens + (served.turns + 1) / 2 * served.turn_input_tokens
     assert mean_prompt == pytest.approx(sent, rel=0.1)
-    assert "local-traffic" in (state.folder / "report.md").read_text()
+    assert f"{HOST}-traffic" in (state.folder / "report.md").read_text()
 
 
 def test_the_best_trial_and_the_running_recipe_are_measured_again_interleaved(tuned) -> None:
@@ -108,18 +119,18 @@ def test_a_winner_is_a_recipe_extending_the_running_one_or_the_report_says_nothi
         assert state.winner is None and "nothing beat the running configuration" in state.verdict.said
 
 
-def test_the_live_engine_kept_serving_untouched(tuned, docker_client) -> None:
+def test_the_live_engine_kept_serving_untouched(tuned, sim_engine) -> None:
     _, _, clients, live = tuned
     assert clients.failures == [] and clients.served > 0
-    assert docker_client.containers.get(ENGINE).id == live
-    assert router_workers() == [f"http://{ENGINE}:8000"]
-    assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+    assert sim_container_id(sim_engine) == live
+    assert sim_router_workers() == [f"http://{sim_engine}:8000"]
+    assert sim_container_id(f"{sim_engine}-candidate") == ""
 
 
-def test_a_tune_from_a_recipe_the_host_does_not_run_is_refused_before_any_trial() -> None:
-    run = invoke("tune", "--recipe", "cpu-ladder", "--space", "cpu-agentic", "--profile", "agentic-cpu")
+def test_a_tune_from_a_recipe_the_host_does_not_run_is_refused_before_any_trial(smoke_on_sim) -> None:
+    run = invoke("tune", "--host", HOST, "--recipe", "cpu-ladder", "--space", "cpu-agentic", "--profile", "agentic-cpu")
     assert run.returncode == 1, run.output
-    assert "the live engine on local runs recipe cpu-smoke" in run.output and "Trial 1" not in run.output
+    assert f"the live engine on {HOST} runs recipe cpu-smoke" in run.output and "Trial 1" not in run.output
 
 
 @pytest.mark.parametrize(
