@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -147,18 +146,6 @@ def test_promtool_alert_tests_pass_against_the_deployed_rules(first_deploy) -> N
     result = alert_tests(rules_dir())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
-
-
-def test_the_alert_tests_fail_when_a_threshold_moves(first_deploy, tmp_path) -> None:
-    moved = tmp_path / "rules"
-    shutil.copytree(rules_dir(), moved)
-    alerts = moved / "alerts.yml"
-    alerts.write_text(
-        alerts.read_text().replace("vllm:kv_cache_usage_perc) > 0.95", "vllm:kv_cache_usage_perc) > 0.99")
-    )
-    result = alert_tests(moved)
-    assert result.returncode != 0
-    assert "VllmKvCacheNearFull" in result.stdout + result.stderr
 
 
 def reload_gauges() -> dict[str, float]:
