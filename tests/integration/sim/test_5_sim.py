@@ -29,7 +29,6 @@ def like_sim(**overrides) -> dict:
         "ansible_host": "127.0.0.1",
         "ansible_port": sim.SSH_PORT,
         "ansible_user": sim.USER,
-        "ansible_become": True,
         "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_ssh_private_key_file": str(secrets / "id_ed25519"),
         "ansible_ssh_common_args": f"-o UserKnownHostsFile={secrets / 'known_hosts'} -o StrictHostKeyChecking=yes",
@@ -159,6 +158,18 @@ def test_the_hf_token_reaches_the_engine_as_a_read_only_file_only(deployed_on_si
     assert env["HF_TOKEN_PATH"] == "/run/secrets/hf_token" and "HF_TOKEN" not in env
     assert HF_TOKEN not in json.dumps(engine)
     assert sim_host.run(f"docker exec {sim_engine} cat /run/secrets/hf_token").stdout.strip() == HF_TOKEN
+
+
+def test_the_host_is_reached_as_a_sudo_user_and_the_playbooks_escalate(deployed_on_sim) -> None:
+    """As the README's GPU-host example reaches a host: a sudo user, no host-wide become. The deploy recorded the
+    healthy configuration in a folder only root reads: it escalated where it had to."""
+    settings = inventory.host_vars("sim")
+    assert settings["ansible_user"] == sim.USER != "root" and "ansible_become" not in settings
+    record = "/var/lib/station/state/vllm_server.json"
+    as_user = sim_root(f"su {sim.USER} -c 'cat {record}'")
+    assert as_user.returncode != 0 and "Permission denied" in as_user.stderr, as_user.stdout + as_user.stderr
+    recorded = json.loads(sim_root(f"cat {record}").stdout)
+    assert recorded["recipe"] == "cpu-smoke" and recorded["image_id"].startswith("sha256:")
 
 
 def test_deploy_delivers_the_bundle_images_to_the_host(deployed_on_sim, sim_host, docker_client) -> None:
