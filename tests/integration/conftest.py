@@ -30,6 +30,7 @@ import yaml
 from docker.errors import NotFound
 
 from station import paths
+from station.bench import traffic
 from station.deploy import images, inventory
 from station.errors import StationError
 from station.recipes import recipe, render
@@ -41,6 +42,8 @@ NODE_EXPORTER = "station-node-exporter"
 PROMETHEUS_URL = "http://127.0.0.1:9090"
 API_URL = "http://127.0.0.1:8000"  # the router: what clients use
 ENGINE_URL = "http://127.0.0.1:8100"  # the engine behind it, on its internal port
+# Prometheus' scrape interval on station's hosts, in seconds (the prometheus role's default)
+SCRAPE_S = traffic.seconds(inventory.role_default("prometheus", "prometheus_scrape_interval"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

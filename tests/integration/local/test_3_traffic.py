@@ -12,9 +12,17 @@ import yaml
 
 from station.bench import capture, traffic
 from station.recipes import captures
-from tests.integration.conftest import API_URL, Invocation, invoke, prometheus_query, promtool, succeeded, wait_for
+from tests.integration.conftest import (
+    API_URL,
+    SCRAPE_S,
+    Invocation,
+    invoke,
+    prometheus_query,
+    promtool,
+    succeeded,
+    wait_for,
+)
 
-SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 # vLLM 0.32's buckets for vllm:request_prompt_tokens and vllm:request_generation_tokens
 BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 

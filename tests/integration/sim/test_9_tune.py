@@ -22,13 +22,12 @@ from station.deploy import argcheck, keys, tunnel
 from station.recipes import profiles, recipe
 from station.tune import search
 from station.tune import space as spaces
-from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded
+from tests.integration.conftest import SCRAPE_S, Invocation, StreamingClients, invoke, succeeded
 from tests.integration.sim.conftest import sim_container_id, sim_router_workers
 
 HOST = "sim"
 TRIALS = 2  # distinct configurations: with one A B round, four engine starts (six took 13 of CI's minutes)
 AB_ROUNDS = 1  # the verdict over more rounds is test_tune's
-SCRAPE_S = 5  # Prometheus' scrape interval on station's hosts
 
 
 @pytest.fixture(scope="module")
