@@ -8,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import docker
 import pytest
 import yaml
 from rich.console import Console
@@ -148,6 +149,42 @@ def test_a_host_without_a_container_toolkit_passes_its_preflight(tmp_path, monke
     playbook.run_file(FIXTURES / "playbooks" / "toolkit_preflight.yml", "local", absent, Console(record=True))
 
 
+def engine_versions() -> dict[str, str]:
+    """What this machine's Docker engine reports per component (Engine, runc, ...), read with the Docker SDK."""
+    return {part["Name"]: part["Version"] for part in docker.from_env().version()["Components"]}
+
+
+def release_line(version: str, patch: int) -> str:
+    major, minor = version.split(".")[:2]
+    return f"{major}.{minor}.{patch}"
+
+
+@pytest.mark.parametrize(
+    ("fixed_in", "reported"),
+    [(lambda v: release_line(v, 999), True), (lambda v: release_line(v, 0), False), (lambda v: "0.1.0", False)],
+    ids=["a later release of its line", "its line's first release", "an older line only"],
+)
+def test_a_docker_engine_older_than_a_security_fix_is_reported_with_how_to_upgrade(
+    tmp_path, monkeypatch, fixed_in, reported
+) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    engine = engine_versions()["Engine"]
+    fix = {"name": "Docker Engine", "component": "Engine", "fixed": [fixed_in(engine)], "fixes": "CVE-0000-0001"}
+    console = Console(record=True, width=400)
+    playbook.run_file(FIXTURES / "playbooks" / "docker_versions.yml", "local",
+                      {"_docker_engine_security_fixes": [fix]}, console)  # fmt: skip
+    said = console.export_text()
+    assert (f"Docker Engine {engine} on local predates the fix for CVE-0000-0001" in said) is reported, said
+    if reported:
+        assert f"first released in {fixed_in(engine)}" in said and "https://docs.docker.com/engine/install/" in said
+
+
+def test_the_shipped_fixes_name_components_this_engine_reports() -> None:
+    fixes = yaml.safe_load((paths.ANSIBLE / "roles" / "docker_engine" / "vars" / "main.yml").read_text())
+    assert {fix["component"] for fix in fixes["_docker_engine_security_fixes"]} <= set(engine_versions())
+
+
 def _filters():
     path = paths.ANSIBLE / "plugins" / "filter" / "station_filters.py"
     spec = importlib.util.spec_from_file_location("station_filters", path)
@@ -270,3 +307,31 @@ def test_a_renamed_engine_on_another_port_is_what_the_benchmark_and_prometheus_r
     jobs = {job["job_name"]: job for job in yaml.safe_load((tmp_path / "prometheus.yml").read_text())["scrape_configs"]}
     assert jobs["vllm"]["static_configs"][0]["targets"] == ["engine-x:8300"]
     assert jobs["vllm"]["authorization"]["credentials_file"]  # scraped with the engine's key
+
+
+@pytest.mark.parametrize(
+    ("version", "fixed", "unfixed"),
+    [
+        ("20.10.24+dfsg1", ["28.3.3"], True),  # Debian's package: judged by its upstream number
+        ("28.3.2", ["28.3.3"], True),
+        ("28.3.3", ["28.3.3"], False),
+        ("29.1.0", ["28.3.3"], False),  # a later line has the fix from its start
+        ("1.1.5+ds1", ["1.2.8", "1.3.3"], True),  # a line older than any fixed one
+        ("1.2.7", ["1.2.8", "1.3.3"], True),
+        ("1.2.9", ["1.2.8", "1.3.3"], False),
+        ("1.3.2-0ubuntu1~24.04.1", ["1.2.8", "1.3.3"], True),
+        ("v1.3.3", ["1.2.8", "1.3.3"], False),
+        ("1.3.5", ["1.2.8", "1.4.0"], True),  # an unlisted line between fixed ones: no fix is known
+        ("unknown", ["1.2.8"], True),
+    ],
+)
+def test_a_version_is_judged_by_the_fix_on_its_own_release_line(version: str, fixed: list[str], unfixed: bool) -> None:
+    assert _filters().unfixed(version, fixed) is unfixed
+
+
+def test_only_reported_components_that_predate_their_fix_are_findings() -> None:
+    fixes = [{"name": "runc", "component": "runc", "fixed": ["1.2.8"], "fixes": "x"},
+             {"name": "Docker Engine", "component": "Engine", "fixed": ["28.3.3"], "fixes": "y"},
+             {"name": "crun", "component": "crun", "fixed": ["1.0.0"], "fixes": "z"}]  # fmt: skip
+    found = _filters().security_findings({"Engine": "28.5.0", "runc": "1.1.5"}, fixes)
+    assert found == [fixes[0] | {"version": "1.1.5"}]

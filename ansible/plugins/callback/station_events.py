@@ -26,6 +26,10 @@ def failed_items(result: dict) -> str:
     return "\n".join(message for message in said if message)
 
 
+def _is_note(result) -> bool:
+    return result._task.action in ("debug", "ansible.builtin.debug")
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
@@ -54,10 +58,14 @@ class CallbackModule(CallbackBase):
         self._emit("task", name=task.get_name())
 
     def v2_runner_on_ok(self, result) -> None:
-        if result._task.action in ("debug", "ansible.builtin.debug"):
-            self._result("note", result)
-        else:
+        if not _is_note(result):
             self._result("ok", result, changed=bool(result._result.get("changed")))
+        elif "results" not in result._result:  # a looped note said each item already
+            self._result("note", result)
+
+    def v2_runner_item_on_ok(self, result) -> None:
+        if _is_note(result):
+            self._result("note", result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False) -> None:
         items = failed_items(result._result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 WILDCARDS = {"0.0.0.0", "::", ""}
@@ -67,6 +68,38 @@ def extend_argv(checks: list[dict[str, Any]], extra: list[Any]) -> list[dict[str
     return [check | {"argv": [*check["argv"], *(str(arg) for arg in extra)]} for check in checks]
 
 
+RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _release(version: str) -> tuple[int, int, int] | None:
+    found = RELEASE.match(version.strip())
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+
+
+def unfixed(version: str, fixed_releases: list[str]) -> bool:
+    """Whether `version` predates a fix: `fixed_releases` is the first fixed release of each line (major.minor) that
+    got it ("1.2.8", "1.3.3"). A line newer than all of them has it from its start; an older or unlisted line, or a
+    version that reads as none, does not. A distribution's suffix (+dfsg1, -0ubuntu1) is ignored: a backport is not
+    visible in the number, so callers report rather than refuse."""
+    found = _release(version)
+    fixes = {fix[:2]: fix for fix in map(_release, fixed_releases) if fix}
+    if found is None:
+        return True
+    if found[:2] in fixes:
+        return found < fixes[found[:2]]
+    return found[:2] < max(fixes)
+
+
+def security_findings(versions: dict[str, str], fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fixes ({name, component, fixed, fixes}) that the reported `versions` ({component: version}) predate;
+    a component not reported (not installed, or another runtime) is left out."""
+    return [
+        fix | {"version": versions[fix["component"]]}
+        for fix in fixes
+        if versions.get(fix["component"]) and unfixed(versions[fix["component"]], fix["fixed"])
+    ]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -76,4 +109,5 @@ class FilterModule:
             "station_prometheus_labels": prometheus_labels,
             "station_json_object": json_object,
             "station_extend_argv": extend_argv,
+            "station_security_findings": security_findings,
         }

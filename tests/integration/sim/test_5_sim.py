@@ -50,6 +50,18 @@ def test_the_missing_gpu_is_noted_not_hidden(provisioned) -> None:
     assert "the NVIDIA container toolkit is not installed" in first.output
 
 
+def test_the_engine_provision_installs_is_reported_where_it_predates_a_security_fix(provisioned, sim_host) -> None:
+    """sim runs Debian 12's docker.io and runc, older than the first fixed upstream releases: a note, not a refusal,
+    as Debian may backport a fix under the old number."""
+    versions = json.loads(sim_host.run("docker version --format '{{json .Server.Components}}'").stdout)
+    found = {part["Name"]: part["Version"] for part in versions}
+    first, second = provisioned
+    for output in (first.output, second.output):  # after installing it, and in the preflight of the next run
+        assert f"Docker Engine {found['Engine']} on sim predates the fix for CVE-2025-54388" in output
+        assert f"runc {found['runc']} on sim predates the fix for CVE-2025-31133" in output
+        assert "first released in 1.2.8 and 1.3.3" in output
+
+
 def test_docker_runs_on_the_host(sim_host) -> None:
     assert sim_host.run("docker version --format '{{.Server.Version}}'").rc == 0
 
