@@ -51,9 +51,13 @@ def user_errors() -> Iterator[None]:
 
 @contextmanager
 def on_host(host: str, command: str) -> Iterator[None]:
-    """As user_errors, holding the host's lock: one command that changes or measures a host at a time."""
-    with user_errors(), lock.host(host, command):
-        yield
+    """As user_errors, holding the host's lock: one command that changes or measures a host at a time, from this
+    controller and any other (the host keeps the claim while the command runs, and it is freed when it ends)."""
+    with user_errors(), lock.host(host, command) as holder:
+        try:
+            yield
+        finally:
+            actions.release_lock(host, holder, console)
 
 
 def host_and_recipe(c: Context, host: str | None, recipe: str | None = None) -> tuple[str, str]:
@@ -424,6 +428,16 @@ def down(c, host=None):
         console.print(f"Removed station's containers from {host}." if result.changed else f"Nothing ran on {host}.")
 
 
+@task(help={"host": HOST_HELP})
+def unlock(c, host=None):
+    """Free a host's lock left by a command whose controller is gone (it crashed, or another machine lost its way)."""
+    host, _ = host_and_recipe(c, host)
+    with on_host(host, "unlock"):
+        held = actions.unlock(host, console)
+        said = f"was held by {lock.describe(held)}; it is free now" if held else "was free"
+        console.print(f"{host}'s lock {said}.", highlight=False)
+
+
 @task(name="tunnel", help={"host": HOST_HELP, "print_only": "Print the ssh command instead of running it"})
 def open_tunnel(c, host=None, print_only=False):
     """Forward the host's services (API, Prometheus, Grafana, exporters) to this machine's loopback over SSH."""
@@ -529,6 +543,7 @@ ns = Collection(
     export,
     status,
     down,
+    unlock,
     open_tunnel,
     sim_up,
     sim_down,

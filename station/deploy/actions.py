@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from station import paths
-from station.deploy import agent_check, candidate, delivery, inventory, keys, playbook, tunnel
+from station.deploy import agent_check, candidate, delivery, inventory, keys, lock, playbook, tunnel
 from station.deploy.host_status import ContainerStatus, HostStatus
 from station.errors import StationError
 from station.recipes import render
@@ -199,6 +199,25 @@ def status(host: str, console: Console) -> HostStatus:
 def down(host: str, console: Console) -> playbook.PlaybookResult:
     inventory.host_vars(host)
     return playbook.run("down", host, {}, console)
+
+
+def release_lock(host: str, holder: lock.Holder, console: Console) -> None:
+    """Free the host's side of the lock the command took; a failure to is said, never raised over the command's own
+    outcome."""
+    if not holder.taken_on_host:
+        return
+    try:
+        playbook.run("unlock", host, {}, console)
+    except StationError as error:
+        console.print(f"[yellow]warning:[/] {host}'s lock stays taken: {error.problem}", highlight=False)
+        console.print(f"  → {playbook.UNLOCK_HINT.format(host=host)}", highlight=False)
+
+
+def unlock(host: str, console: Console) -> dict[str, Any] | None:
+    """Free the host's lock whoever holds it (a command whose controller died); who held it, or None."""
+    inventory.host_vars(host)
+    result = playbook.run("unlock", host, {"station_lock_force": True}, console)
+    return result.handed_by(host, "station_lock_held_by")
 
 
 def live_engine(host: str, console: Console) -> ContainerStatus:

@@ -3,9 +3,12 @@
 A deploy must not replace the engine under a running benchmark: the host lock is
 an flock on .station/locks/<host>.lock, held for the whole command and released
 by the kernel when the process ends, however it ends; the file says who holds
-it, for the error the next command prints. Commands for two hosts may run at
-once, but they share the controller's Docker engine and caches: the build lock
-makes the second wait while the first builds, then find the image built.
+it, for the error the next command prints. The same claim (a Holder) goes to the
+host with every playbook the command runs (ansible/playbooks/lock.yml), so a
+command from another controller is refused there too; the command frees it when
+it ends (tasks.py). Commands for two hosts may run at once, but they share the
+controller's Docker engine and caches: the build lock makes the second wait
+while the first builds, then find the image built.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,29 +45,63 @@ def builds() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@dataclass
+class Holder:
+    """Who holds a host's lock: one command of one controller (its machine and state folder)."""
+
+    command: str
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    pid: int = field(default_factory=os.getpid)
+    controller: str = field(default_factory=socket.gethostname)
+    state: str = field(default_factory=lambda: str(paths.STATE))
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    taken_on_host: bool = field(default=False, compare=False)
+
+    def claim(self) -> dict[str, object]:
+        """What the host's lock file records (ansible/library/station_lock.py)."""
+        return {key: value for key, value in asdict(self).items() if key != "taken_on_host"}
+
+
+_held: dict[str, Holder] = {}
+
+
+def held(name: str) -> Holder | None:
+    """The holder of `name`'s lock in this process, while a command holds it."""
+    return _held.get(name)
+
+
+BUSY_HINT = "wait for it to finish, or stop it; nothing was changed"
+
+
 @contextmanager
-def host(name: str, command: str) -> Iterator[None]:
+def host(name: str, command: str) -> Iterator[Holder]:
     """Hold `name`'s lock while the block runs, or fail at once saying who holds it."""
     with _file(name).open("a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            busy = f"{name} is busy: {holder(handle.read())}"
-            raise StationError(busy, "wait for it to finish, or stop it; nothing was changed") from None
+            raise StationError(f"{name} is busy: {holder(handle.read())}", BUSY_HINT) from None
+        claim = Holder(command)
         handle.truncate(0)
-        started = datetime.now(UTC).isoformat(timespec="seconds")
-        handle.write(json.dumps({"command": command, "started": started, "pid": os.getpid()}))
+        handle.write(json.dumps(claim.claim()))
         handle.flush()
+        _held[name] = claim
         try:
-            yield
+            yield claim
         finally:
+            del _held[name]
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def describe(held: dict[str, object]) -> str:
+    """A holder as the busy error names it (the host's lock module says it the same way)."""
+    said = f"invoke {held['command']} started at {held['started']} by pid {held['pid']}"
+    return f"{said} on {held['controller']}" if "controller" in held else said
 
 
 def holder(text: str) -> str:
     try:
-        held = json.loads(text)
-        return f"invoke {held['command']} started at {held['started']} by pid {held['pid']}"
-    except (ValueError, KeyError):
+        return describe(json.loads(text))
+    except (ValueError, KeyError, TypeError):
         return "another station command holds its lock"

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.status import Status
 
 from station import paths
+from station.deploy import lock
 from station.errors import StationError
 
 
@@ -73,12 +74,16 @@ def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console
     log = paths.LOGS / f"{name}.log"
     vars_file = paths.STATE / "run" / f"{name}.json"
     vars_file.parent.mkdir(parents=True, exist_ok=True)
-    vars_file.write_text(json.dumps(controller_vars() | extra_vars, indent=2))
+    holder = lock.held(host)
+    claim = {"station_lock_holder": holder.claim()} if holder else {}
+    vars_file.write_text(json.dumps(controller_vars() | claim | extra_vars, indent=2))
     cmd = ["ansible-playbook", str(path), "--limit", host, "--extra-vars", f"@{vars_file}"]
     if tags:
         cmd += ["--tags", tags]
     result = _stream(cmd, log, console)
     result.log = log
+    if holder and result.handed_by(host, "station_lock_taken"):
+        holder.taken_on_host = True
     _raise_on_failure(result, host, path.stem)
     return result
 
@@ -163,11 +168,16 @@ class _Renderer:
                 setattr(self.result, attr, getattr(self.result, attr) + counts.get(key, 0))
 
 
+UNLOCK_HINT = "if that command's controller is gone, `invoke unlock --host {host}` frees the host"
+
+
 def _raise_on_failure(result: PlaybookResult, host: str, playbook: str) -> None:
     if not result.failures:
         return
     # The last failure explains the run: a rescue's message comes after the task it rescued.
     failure = result.failures[-1]
+    if failure.get("busy"):  # another controller's command holds the host's lock (ansible/playbooks/lock.yml)
+        raise StationError(f"{host} is {failure['msg']}", f"{lock.BUSY_HINT}; {UNLOCK_HINT.format(host=host)}")
     if failure.get("unreachable"):
         raise StationError(
             f"{host} is unreachable: {str(failure.get('msg', '')).strip()}",

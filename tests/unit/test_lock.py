@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -30,7 +33,7 @@ def test_a_second_holder_is_refused_naming_the_first() -> None:
     ):
         pass
     assert error.value.problem.startswith("dgx-lock-test is busy: invoke deploy started at ")
-    assert error.value.problem.endswith(f"by pid {os.getpid()}")
+    assert error.value.problem.endswith(f"by pid {os.getpid()} on {socket.gethostname()}")
 
 
 def test_the_lock_is_released_after_the_command() -> None:
@@ -77,3 +80,48 @@ def test_a_second_build_waits_for_the_first_to_finish() -> None:
     for thread in threads:
         thread.join(10)
     assert order == ["first builds", "first done", "second builds"]
+
+
+def _host_side():
+    path = paths.ANSIBLE / "library" / "station_lock.py"
+    spec = importlib.util.spec_from_file_location("station_lock", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _claim(command: str, **fields: object) -> dict[str, object]:
+    with lock.host(f"dgx-claim-{command}", command) as holder:
+        return holder.claim() | fields
+
+
+def test_the_host_refuses_another_controllers_command_and_keeps_its_claim(tmp_path) -> None:
+    host_side, path = _host_side(), str(tmp_path / "station" / "station.lock")
+    first, second = _claim("deploy"), _claim("smoke-bench", controller="laptop-b")
+    assert host_side.take(path, first) == {"busy": False, "held_by": None}
+    refused = host_side.take(path, second)
+    assert refused == {"busy": True, "held_by": first}
+    assert host_side.describe(refused["held_by"]) == lock.describe(first)  # the host says it as the controller does
+    assert json.loads((tmp_path / "station" / "station.lock").read_text()) == first
+
+
+def test_a_commands_later_playbooks_find_the_lock_theirs_and_its_end_frees_it(tmp_path) -> None:
+    host_side, path = _host_side(), str(tmp_path / "station.lock")
+    claim = _claim("deploy")
+    host_side.take(path, claim)
+    assert host_side.take(path, claim) == {"busy": False, "held_by": claim}
+    assert host_side.free(path, _claim("down", controller="laptop-b")) == {"busy": False, "held_by": claim}
+    assert json.loads((tmp_path / "station.lock").read_text()) == claim  # another's free leaves it
+    host_side.free(path, claim)
+    assert (tmp_path / "station.lock").read_text() == ""
+    assert host_side.take(path, _claim("down", controller="laptop-b"))["busy"] is False
+
+
+def test_a_claim_this_controller_left_is_taken_over_and_a_forced_free_frees_any(tmp_path) -> None:
+    host_side, path = _host_side(), str(tmp_path / "station.lock")
+    left = _claim("ladder", pid=1)  # same machine and state folder, another command: it has ended
+    host_side.take(path, left)
+    ours = _claim("deploy")
+    assert host_side.take(path, ours) == {"busy": False, "held_by": left}
+    assert host_side.free(path, _claim("unlock", controller="laptop-b"), force=True)["held_by"] == ours
+    assert (tmp_path / "station.lock").read_text() == ""

@@ -17,7 +17,7 @@ description:
 """
 
 # Result fields worth showing when a task fails or reports.
-SHOWN_FIELDS = ("msg", "rc", "stdout", "stderr", "skip_reason")
+SHOWN_FIELDS = ("msg", "rc", "stdout", "stderr", "skip_reason", "busy")
 
 
 def failed_items(result: dict) -> str:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+from pathlib import Path
 
 import pytest
 import yaml
 
 from station import paths
-from tests.integration.conftest import ENGINE, invoke
+from tests.integration.conftest import ENGINE, invoke, succeeded
 
 
 @pytest.fixture
@@ -135,6 +137,39 @@ def test_a_second_command_on_a_busy_host_is_refused(engine_id, docker_client, co
         run = invoke(*command, "--host", "local")
     _failed(run, "local is busy: invoke ladder started at", f"by pid {os.getpid()}", "nothing was changed")
     assert docker_client.containers.get(ENGINE).id == engine_id
+
+
+# A command of another operator's machine, as its claim reads in the host's lock file (ansible/library/station_lock.py)
+ANOTHER_CONTROLLERS = {"token": "f00d", "command": "smoke-bench", "started": "2026-12-01T20:00:00+00:00", "pid": 4242,
+                       "controller": "laptop-b", "state": "/home/op/station/.station"}  # fmt: skip
+
+
+@pytest.fixture
+def held_by_another_controller():
+    """local's lock file, claimed by a command of another controller; freed afterwards, whatever the test did."""
+    path = Path.home() / ".local" / "share" / "station" / "station.lock"  # local's station_data_dir
+    path.write_text(json.dumps(ANOTHER_CONTROLLERS))
+    yield path
+    path.write_text("")
+
+
+@pytest.mark.parametrize("command", [["deploy"], ["smoke-bench"], ["down"]])
+def test_a_command_of_another_controller_holds_the_host(
+    engine_id, docker_client, held_by_another_controller, command: list[str]
+) -> None:
+    run = invoke(*command, "--host", "local")
+    _failed(run, "local is busy: invoke smoke-bench started at 2026-12-01T20:00:00+00:00 by pid 4242 on laptop-b",
+            "nothing was changed", "`invoke unlock --host local` frees the host")  # fmt: skip
+    assert docker_client.containers.get(ENGINE).id == engine_id
+    assert json.loads(held_by_another_controller.read_text()) == ANOTHER_CONTROLLERS  # neither taken over nor freed
+
+
+def test_unlock_frees_a_host_whose_command_lost_its_controller(held_by_another_controller) -> None:
+    run = succeeded(invoke("unlock", "--host", "local"))
+    assert "local's lock was held by invoke smoke-bench started at 2026-12-01T20:00:00+00:00 by pid 4242 on " \
+           "laptop-b; it is free now." in run.output  # fmt: skip
+    assert held_by_another_controller.read_text() == ""
+    assert "local's lock was free." in succeeded(invoke("unlock", "--host", "local")).output
 
 
 def test_remote_code_without_a_pinned_commit_is_refused_before_anything_runs(engine_id, docker_client) -> None:

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import re
+import socket
 import subprocess
 import tarfile
 
@@ -20,6 +21,8 @@ from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
 from tests.integration.conftest import Invocation, extra_inventory, invoke, succeeded
 from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root, sim_router_workers
+
+SIM_LOCK_FILE = "/var/lib/station/station.lock"  # sim's station_data_dir
 
 
 def like_sim(**overrides) -> dict:
@@ -124,6 +127,19 @@ def test_a_too_old_driver_fails_with_what_to_do(fixture_nvidia_smi) -> None:
     assert "NVIDIA driver 535.54.03 on sim is older than 580.65.06" in run.output
     assert "nvidia_driver_install: true" in run.output
     assert "Traceback" not in run.output
+
+
+def test_a_lock_this_controller_left_is_taken_over_and_every_command_frees_the_host(provisioned) -> None:
+    """A command of this controller killed before it freed sim (its claim stays in the host's lock file): the next one
+    takes it over, this controller's own lock proving the first has ended, and frees it when it ends."""
+    left = {"token": "dead", "command": "ladder", "started": "2026-12-01T20:00:00+00:00", "pid": 1,
+            "controller": socket.gethostname(), "state": str(paths.STATE)}  # fmt: skip
+    sim_root(f"echo '{json.dumps(left)}' > {SIM_LOCK_FILE}")
+    run = succeeded(invoke("provision", "--host", "sim", "--tags", "preflight"))
+    assert "sim was still locked by invoke ladder started at 2026-12-01T20:00:00+00:00 by pid 1 of this controller, " \
+           "which ended without freeing it: taken over." in run.output  # fmt: skip
+    lock_file = sim_root(f"stat -c '%U %a %s' {SIM_LOCK_FILE}").stdout.split()
+    assert lock_file == ["root", "644", "0"]  # root's, as the sudo user escalates; and free
 
 
 def test_an_unreachable_host_is_one_clear_line(tmp_path) -> None:
