@@ -177,8 +177,11 @@ def prometheus_query(query: str) -> float:
 
 
 def router_workers() -> list[str]:
-    """The engines the router sends requests to (its admin route takes no key)."""
-    return requests.get(f"{API_URL}/list_workers", timeout=10).json()["urls"]
+    """The engines the router sends requests to, asked with the key its gate wants on every route but /health."""
+    key = (paths.SECRETS / "local" / "vllm_api_key").read_text().strip()
+    asked = requests.get(f"{API_URL}/list_workers", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    asked.raise_for_status()
+    return asked.json()["urls"]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:

@@ -22,6 +22,7 @@ from tests.integration.conftest import (
     engine_target_up,
     extra_inventory,
     invoke,
+    router_workers,
     succeeded,
     wait_for,
 )
@@ -115,8 +116,39 @@ def test_no_route_the_engine_serves_answers_through_the_router_without_the_key(e
 
 
 def test_the_router_routes_to_the_engine_only(first_deploy) -> None:
-    workers = requests.get(f"{API_URL}/list_workers", timeout=10).json()
-    assert workers["urls"] == [f"http://{ENGINE}:8000"]
+    assert router_workers() == [f"http://{ENGINE}:8000"]
+
+
+# vllm-router's own routes (src/server.rs of vllm-project/router), which take no key of their own, and one it does
+# not know (it forwards those as they are)
+ROUTER_ROUTES = [
+    ("GET", "/liveness"), ("GET", "/readiness"), ("GET", "/health_generate"), ("GET", "/get_server_info"),
+    ("GET", "/get_model_info"), ("GET", "/v1/models"), ("POST", "/generate"), ("POST", "/v1/chat/completions"),
+    ("POST", "/add_worker?url=http://attacker.invalid:8000"), ("GET", "/list_workers"),
+    ("POST", f"/remove_worker?url=http://{ENGINE}:8000"), ("POST", "/flush_cache"), ("GET", "/get_loads"),
+    ("GET", "/workers"), ("POST", "/workers"), ("GET", "/no/such/route"),
+]  # fmt: skip
+
+
+def test_the_routers_own_routes_ask_for_the_key_and_nobody_without_it_moves_an_engine(first_deploy) -> None:
+    answers = {route: without_key(API_URL, *route) for route in ROUTER_ROUTES}
+    print("\n".join(f"{method:6} {path:50} without key: {code}" for (method, path), code in answers.items()))
+    assert {route: code for route, code in answers.items() if code != 401} == {}
+    assert router_workers() == [f"http://{ENGINE}:8000"]  # the add and the remove above were refused
+    assert requests.get(f"{API_URL}/health", timeout=10).status_code == 200  # health checks need no key
+
+
+# Connects to the container's own address on station's network, as another container there would
+CONNECT = (
+    "import socket, sys; address = socket.gethostbyname(socket.gethostname()); "
+    "print(socket.socket().connect_ex((address, int(sys.argv[1]))))"
+)
+
+
+@pytest.mark.parametrize(("port", "reached"), [(8000, True), (8001, False)], ids=["the gate", "vllm-router"])
+def test_on_stations_network_the_router_is_reached_through_its_gate_only(docker_client, port, reached) -> None:
+    said = docker_client.containers.get(ROUTER).exec_run(["python3", "-c", CONNECT, str(port)]).output.decode()
+    assert (said.strip() == "0") is reached, said
 
 
 def test_a_streamed_chat_through_the_router_reaches_the_engine(api_key, smoke) -> None:

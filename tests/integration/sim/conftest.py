@@ -24,14 +24,20 @@ def sim_root(command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
 
 
-# Run on the host with a URL: what its own services answer there, where nothing of this machine's reaches.
-READ_URL = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+# Run on the host with a URL (and a key, when one follows): what its own services answer there, where nothing of this
+# machine's reaches.
+READ_URL = (
+    "import sys, urllib.request; "
+    "key = {'Authorization': 'Bearer ' + sys.argv[2]} if sys.argv[2:] else {}; "
+    "print(urllib.request.urlopen(urllib.request.Request(sys.argv[1], headers=key), timeout=10).read().decode())"
+)
 
 
 def sim_router_workers() -> list[str]:
-    """The engines sim's router sends requests to, asked on the host (its admin route takes no key)."""
+    """The engines sim's router sends requests to, asked on the host with the key its gate wants."""
     port = inventory.setting(inventory.host_vars("sim"), "vllm_router", "vllm_router_port")
-    asked = sim_root(f'python3 -c "{READ_URL}" http://127.0.0.1:{port}/list_workers')
+    key = (paths.SECRETS / "sim" / "vllm_api_key").read_text().strip()
+    asked = sim_root(f'python3 -c "{READ_URL}" http://127.0.0.1:{port}/list_workers {key}')
     assert asked.returncode == 0, asked.stdout + asked.stderr
     return json.loads(asked.stdout)["urls"]
 
