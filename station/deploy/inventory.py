@@ -50,6 +50,12 @@ def role_default(role: str, name: str) -> Any:
     return defaults[name]
 
 
+def role_var(role: str, name: str) -> Any:
+    """A role's own constant as written in its vars/main.yml (what a rendering for elsewhere must agree with)."""
+    constants = yaml.safe_load((paths.ANSIBLE / "roles" / role / "vars" / "main.yml").read_text())
+    return constants[name]
+
+
 def setting(settings: dict[str, Any], role: str, name: str) -> Any:
     """A wiring value as a host gets it: its own (`settings`, from the inventory), else the owning role's default."""
     return settings[name] if name in settings else role_default(role, name)

@@ -294,6 +294,8 @@ def router(recipe: Recipe, where: Placement) -> list[dict[str, Any]]:
         "name": "router",
         "image": where.router_image,
         "args": router_args(recipe, where),
+        # station's router image asks for the key on every route but /health (docker/vllm-router/gate.conf)
+        "env": [{"name": "STATION_API_KEY", "valueFrom": {"secretKeyRef": API_KEY_SECRET}}],
         "ports": [
             {"name": "http", "containerPort": render.ENGINE_CONTAINER_PORT},
             {"name": "metrics", "containerPort": ROUTER_METRICS_PORT},
@@ -321,9 +323,10 @@ def router_args(recipe: Recipe, where: Placement) -> list[str]:
     engines = [f"{key}={value}" for key, value in labels(recipe, "engine").items()]
     origins = render.allowed_origins(recipe) or [NO_ORIGIN]
     interval = inventory.role_default("vllm_router", "vllm_router_health_check_interval_s")
+    behind_gate = inventory.role_var("vllm_router", "_vllm_router_behind_gate_port")  # the gate holds the API port
     return [
-        "--host=0.0.0.0",
-        f"--port={render.ENGINE_CONTAINER_PORT}",
+        "--host=127.0.0.1",
+        f"--port={behind_gate}",
         f"--policy={where.policy}",
         "--service-discovery",
         "--selector",

@@ -115,6 +115,15 @@ def test_the_router_finds_the_engine_pods_by_their_labels_with_the_chosen_policy
     assert k8s.placement(chosen, engine_image=ENGINE_IMAGE, router_image=ROUTER_IMAGE).policy == "cache_aware"
 
 
+def test_the_router_is_reached_through_its_gate_which_reads_the_key_from_the_secret() -> None:
+    chosen = recipe.load("cpu-smoke")
+    router = of_kind(k8s.manifests(chosen, placed(chosen)), "Deployment", "station-router")
+    container = router["spec"]["template"]["spec"]["containers"][0]
+    assert "--host=127.0.0.1" in container["args"] and "--port=8001" in container["args"]
+    assert {"name": "http", "containerPort": 8000} in container["ports"]  # the gate, in front
+    assert container["env"] == [{"name": "STATION_API_KEY", "valueFrom": {"secretKeyRef": k8s.API_KEY_SECRET}}]
+
+
 def test_only_the_router_and_monitoring_reach_the_engines() -> None:
     chosen = recipe.load("cpu-smoke")
     policy = of_kind(k8s.manifests(chosen, placed(chosen)), "NetworkPolicy", "station-vllm")["spec"]
