@@ -82,6 +82,7 @@ def referenced_packages() -> list[str]:
         f"nvidia-driver>={role_default('nvidia_driver', 'nvidia_driver_min_version')}",
         keyring,
         f"vllm-router=={dockerfile_arg('vllm-router', 'VLLM_ROUTER_VERSION')}",
+        f"nginx={dockerfile_arg('vllm-router', 'NGINX_VERSION')} (Debian 12)",
         *(f"vllm@{commit}" for commit in sorted(commits)),
     ]
 
