@@ -12,6 +12,7 @@ failed session keeps its logs and results to read.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -46,6 +47,15 @@ from station.bench.telemetry import TelemetrySummary  # noqa: E402
 from station.recipes import recipe  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
+
+
+def ansible_module(relative: str) -> Any:
+    """A Python file of ansible/ (a module, filter or role file Ansible runs), imported to test its functions."""
+    path = paths.ANSIBLE / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def snapshot(folder: Path) -> dict[str, float]:

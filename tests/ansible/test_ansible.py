@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -17,7 +16,7 @@ from station import paths
 from station.deploy import playbook
 from station.deploy.host_status import HostStatus
 from station.errors import StationError
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ansible_module
 
 ROLES = sorted(p.name for p in (paths.ANSIBLE / "roles").iterdir() if p.is_dir())
 PLAYBOOKS = sorted((paths.ANSIBLE / "playbooks").glob("*.yml"))
@@ -186,11 +185,7 @@ def test_the_shipped_fixes_name_components_this_engine_reports() -> None:
 
 
 def _filters():
-    path = paths.ANSIBLE / "plugins" / "filter" / "station_filters.py"
-    spec = importlib.util.spec_from_file_location("station_filters", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansible_module("plugins/filter/station_filters.py")
 
 
 @pytest.mark.parametrize(("bind", "local"), [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.7", "10.0.0.7")])

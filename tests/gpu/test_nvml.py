@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 
 import pytest
 
-from station import paths
+from tests.conftest import ansible_module
 
 pytestmark = pytest.mark.gpu
 
@@ -21,12 +20,7 @@ def gpu_facts():
     except pynvml.NVMLError as error:
         pytest.skip(f"no NVIDIA GPU here: NVML says {error}")
     pynvml.nvmlShutdown()
-    spec = importlib.util.spec_from_file_location(
-        "station_gpu_facts", paths.ANSIBLE / "library" / "station_gpu_facts.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansible_module("library/station_gpu_facts.py")
 
 
 def test_nvml_reports_every_gpu_with_its_driver_and_memory(gpu_facts) -> None:

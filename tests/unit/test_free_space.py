@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
-from station import paths
+from tests.conftest import ansible_module
 
 
 def _module():
-    path = paths.ANSIBLE / "library" / "station_free_space.py"
-    spec = importlib.util.spec_from_file_location("station_free_space", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansible_module("library/station_free_space.py")
 
 
 def test_a_path_that_does_not_exist_yet_is_measured_where_it_will_be(tmp_path) -> None:

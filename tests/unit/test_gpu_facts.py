@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 
 import pytest
 
 from station import paths
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ansible_module
 
 
 @pytest.fixture(scope="module")
 def gpu_facts():
-    path = paths.ANSIBLE / "library" / "station_gpu_facts.py"
-    spec = importlib.util.spec_from_file_location("station_gpu_facts", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansible_module("library/station_gpu_facts.py")
 
 
 H200_CSV = (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -16,6 +15,7 @@ import pytest
 from station import paths
 from station.deploy import lock
 from station.errors import StationError
+from tests.conftest import ansible_module
 
 
 @pytest.fixture(autouse=True)
@@ -83,11 +83,7 @@ def test_a_second_build_waits_for_the_first_to_finish() -> None:
 
 
 def _host_side():
-    path = paths.ANSIBLE / "library" / "station_lock.py"
-    spec = importlib.util.spec_from_file_location("station_lock", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ansible_module("library/station_lock.py")
 
 
 def _claim(command: str, **fields: object) -> dict[str, object]:

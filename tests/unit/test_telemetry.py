@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from station import paths
 from station.bench import telemetry
+from tests.conftest import ansible_module
 
 
 def gpu(power: float, energy: float | None = None, reasons: int = 0) -> dict:
@@ -55,11 +53,7 @@ def test_energy_integrated_from_power_without_a_counter_and_throttled_seconds() 
 
 def test_the_sampler_records_no_gpu_here(tmp_path) -> None:
     """The real sampler on this machine; CI has no GPU, so it must say so rather than write nothing."""
-    spec = importlib.util.spec_from_file_location(
-        "gpu_telemetry", paths.ANSIBLE / "roles" / "vllm_bench" / "files" / "gpu_telemetry.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = ansible_module("roles/vllm_bench/files/gpu_telemetry.py")
     sampler, reason = module.open_sampler()
     if sampler is not None:
         pytest.skip("this machine has a GPU: tests/gpu/test_telemetry.py covers it")
