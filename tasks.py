@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from station import paths
 from station.bench import accuracy, capture, cost, gate, ladder, measure, runs, traffic
-from station.deploy import actions, argcheck, delivery, lock, sim, tunnel
+from station.deploy import actions, argcheck, delivery, inventory, lock, sim, tunnel
 from station.deploy import agent_check as agents
 from station.errors import StationError
 from station.fleet import k8s
@@ -411,12 +411,19 @@ def profile_drift(c, host=None, window="1h", against=""):
             raise StationError(f"the traffic on {host} has drifted: {', '.join(moved)}", "tune for it, or capture it")
 
 
-@task(help={"host": HOST_HELP})
+@task(help={"host": HOST_HELP + "; or an inventory group, or hosts and groups separated by commas"})
 def status(c, host=None):
-    """Show station's containers on a host and Prometheus' scrape targets."""
+    """Show station's containers on each host and Prometheus' scrape targets; a host that cannot answer is named."""
     host, _ = host_and_recipe(c, host)
     with user_errors():
-        console.print(report.status(actions.status(host, console)))
+        found, failed = actions.statuses(inventory.targets(host), console)
+        for each in found:
+            console.print(report.status(each))
+        if failed:
+            raise StationError(
+                f"status failed on {', '.join(failed)}:\n" + "\n".join(error.problem for error in failed.values()),
+                "; ".join(error.hint for error in failed.values() if error.hint),
+            )
 
 
 @task(help={"host": HOST_HELP})

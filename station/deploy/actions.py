@@ -193,7 +193,15 @@ def status(host: str, console: Console) -> HostStatus:
     inventory.host_vars(host)
     with tempfile.TemporaryDirectory(prefix="station-status-") as out:
         playbook.run("status", host, {"station_output_dir": out}, console)
-        return HostStatus.model_validate_json((Path(out) / "status.json").read_text())
+        return HostStatus.model_validate_json((Path(out) / f"{host}.json").read_text())
+
+
+def statuses(hosts: list[str], console: Console) -> tuple[list[HostStatus], dict[str, StationError]]:
+    """Every host's status, asked of all at once; a host that cannot answer is in the second part, with why."""
+    with tempfile.TemporaryDirectory(prefix="station-status-") as out:
+        failed = playbook.run_on_each("status", hosts, {"station_output_dir": out}, console)
+        answered = [host for host in hosts if host not in failed]
+        return [HostStatus.model_validate_json((Path(out) / f"{host}.json").read_text()) for host in answered], failed
 
 
 def down(host: str, console: Console) -> playbook.PlaybookResult:

@@ -33,6 +33,35 @@ def hosts() -> list[str]:
     return sorted(_inventory().get("_meta", {}).get("hostvars", {}))
 
 
+def targets(spec: str) -> list[str]:
+    """The hosts a --host names: a host, an inventory group (its hosts and its children's), or a comma-separated list
+    of either; in the order named, each once."""
+    inventory = _inventory()
+    known = inventory.get("_meta", {}).get("hostvars", {})
+    groups = sorted(name for name in inventory if name not in ("_meta", "all", "ungrouped"))
+    found: list[str] = []
+    for name in (part.strip() for part in spec.split(",")):
+        if name in known:
+            members = [name]
+        elif name in groups:
+            members = _members(inventory, name)
+        else:
+            raise StationError(
+                f"unknown host or group {name!r}",
+                f"hosts: {', '.join(hosts())}; groups: {', '.join(groups)} (ansible/inventory/hosts.yml)",
+            )
+        found += [host for host in members if host not in found]
+    return found
+
+
+def _members(inventory: dict[str, Any], group: str) -> list[str]:
+    entry = inventory.get(group, {})
+    return [
+        *entry.get("hosts", []),
+        *(host for child in entry.get("children", []) for host in _members(inventory, child)),
+    ]
+
+
 def host_vars(host: str) -> dict[str, Any]:
     """The host's variables as written in the inventory (not templated)."""
     known = _inventory().get("_meta", {}).get("hostvars", {})

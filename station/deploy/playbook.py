@@ -8,6 +8,7 @@ PlaybookResult. The same events are kept in a log under .station/logs/.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -39,6 +40,9 @@ class PlaybookResult:
     handed: dict[str, dict[str, Any]] = field(default_factory=dict)  # per host, what its set_stats tasks handed us
     log: Path | None = None
 
+    def failures_on(self, host: str) -> list[dict[str, Any]]:
+        return [failure for failure in self.failures if failure["host"] == host]
+
     def handed_by(self, host: str, key: str) -> Any:
         """What the host's set_stats tasks handed back under `key`, or None."""
         return self.handed.get(host, {}).get(key)
@@ -68,8 +72,29 @@ def controller_vars() -> dict[str, Any]:
 
 
 def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console, tags: str = "") -> PlaybookResult:
+    result = _run(path, host, extra_vars, console, tags)
+    _raise_on_failure(result, host, path.stem)
+    return result
+
+
+def run_on_each(
+    playbook: str, hosts: list[str], extra_vars: dict[str, Any], console: Console
+) -> dict[str, StationError]:
+    """Run ansible/playbooks/<playbook>.yml on every host at once (Ansible's forks); one host failing stops nothing on
+    the others. What went wrong on each host that failed, by host."""
+    result = _run(paths.ANSIBLE / "playbooks" / f"{playbook}.yml", ",".join(hosts), extra_vars, console)
+    failed: dict[str, StationError] = {}
+    for host in hosts:
+        try:
+            _raise_on_failure(dataclasses.replace(result, failures=result.failures_on(host)), host, playbook)
+        except StationError as error:
+            failed[host] = error
+    return failed
+
+
+def _run(path: Path, host: str, extra_vars: dict[str, Any], console: Console, tags: str = "") -> PlaybookResult:
     # Unique per run, even for two commands started in the same second.
-    name = f"{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}-{os.getpid()}-{path.stem}-{host}"
+    name = f"{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}-{os.getpid()}-{path.stem}-{host.replace(',', '+')}"
     paths.LOGS.mkdir(parents=True, exist_ok=True)
     log = paths.LOGS / f"{name}.log"
     vars_file = paths.STATE / "run" / f"{name}.json"
@@ -84,7 +109,6 @@ def run_file(path: Path, host: str, extra_vars: dict[str, Any], console: Console
     result.log = log
     if holder and result.handed_by(host, "station_lock_taken"):
         holder.taken_on_host = True
-    _raise_on_failure(result, host, path.stem)
     return result
 
 

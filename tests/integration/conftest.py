@@ -100,10 +100,10 @@ def succeeded(run: Invocation) -> Invocation:
     return run
 
 
-def extra_inventory(tmp_path: Path, hosts: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """Env that adds hosts to the inventory, or variables to hosts it has, for one invocation."""
+def extra_inventory(tmp_path: Path, hosts: dict[str, dict[str, Any]], group: str = "offline") -> dict[str, str]:
+    """Env that adds hosts to the inventory (in `group`), or variables to hosts it has, for one invocation."""
     path = tmp_path / "extra.yml"
-    path.write_text(yaml.safe_dump({"offline": {"hosts": hosts}}))
+    path.write_text(yaml.safe_dump({group: {"hosts": hosts}}))
     return {"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{path}"}
 
 

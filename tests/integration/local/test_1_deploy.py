@@ -238,6 +238,16 @@ def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None
     assert any("scrape: vllm" in line and "up" in line for line in shown.splitlines())
 
 
+def test_status_of_a_group_shows_each_host_and_names_the_one_that_cannot_answer(first_deploy, tmp_path) -> None:
+    fleet = {"local": {}, "gone": {"ansible_host": "127.0.0.1", "ansible_port": 1}}
+    run = invoke("status", "--host", "fleet", env=extra_inventory(tmp_path, fleet, group="fleet"))
+    assert run.returncode == 1, run.output
+    assert "station on local" in run.output and any(
+        ENGINE in line and "running" in line for line in run.output.splitlines()
+    )
+    assert "error: status failed on gone:\ngone is unreachable: " in run.output
+
+
 def test_status_looks_up_the_containers_the_roles_name(first_deploy, tmp_path) -> None:
     """Each role reports its own containers: an engine renamed in the inventory is the one status looks for."""
     env = extra_inventory(tmp_path, {"local": {"vllm_server_container_name": "station-engine-renamed"}})
