@@ -191,9 +191,10 @@ def check_args(host: str, labelled: list[tuple[str, Recipe]], console: Console) 
 
 def status(host: str, console: Console) -> HostStatus:
     inventory.host_vars(host)
-    with tempfile.TemporaryDirectory(prefix="station-status-") as out:
-        playbook.run("status", host, {"station_output_dir": out}, console)
-        return HostStatus.model_validate_json((Path(out) / f"{host}.json").read_text())
+    found, failed = statuses([host], console)
+    if failed:
+        raise failed[host]
+    return found[0]
 
 
 def statuses(hosts: list[str], console: Console) -> tuple[list[HostStatus], dict[str, StationError]]:
