@@ -58,7 +58,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """On failure, attach the containers' last log lines: they usually explain it."""
     report = yield
     if report.failed and "integration" in item.keywords:
-        for name in (ENGINE, PROMETHEUS):
+        for name in (ENGINE, ROUTER, PROMETHEUS):
             logs = subprocess.run(["docker", "logs", "--tail", "30", name], capture_output=True, text=True, check=False)
             report.sections.append((f"docker logs {name}", logs.stdout + logs.stderr))
     return report
@@ -268,7 +268,7 @@ class StreamingClients:
                 self._stop.wait(self.pause_s)
             except Exception as error:  # every failure a client would see is the measurement
                 with self._lock:
-                    self.failures.append(f"{type(error).__name__}: {error}")
+                    self.failures.append(f"{type(error).__name__}: {error} (after {time.monotonic() - started:.1f} s)")
 
     def __enter__(self) -> StreamingClients:
         self._workers = [threading.Thread(target=self._chat_until_stopped) for _ in range(self.threads)]

@@ -53,7 +53,7 @@ def test_the_engine_drains_when_stopped_and_the_router_holds_requests_meanwhile(
     assert engine["Config"]["StopTimeout"] == 300 + 30  # vllm_server_drain_timeout_s, plus room to exit
     router = docker_client.api.inspect_container(ROUTER)["Config"]["Cmd"]
     assert "--disable-circuit-breaker" in router and "--retry-max-backoff-ms=2000" in router
-    assert "--retry-max-retries=153" in router  # 300 s of 2 s backoffs, and the three shorter first ones
+    assert "--retry-max-retries=453" in router  # 900 s of 2 s backoffs, and the three shorter first ones
 
 
 def test_engine_has_the_recipes_shared_memory(engine) -> None:

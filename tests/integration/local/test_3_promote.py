@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from station import paths
+from station.deploy import inventory
 from station.recipes import render
 from tests.integration.conftest import (
     API_URL,
@@ -24,6 +25,8 @@ from tests.integration.conftest import (
 )
 
 CANDIDATE = f"{ENGINE}-candidate"
+# A client waits a little longer than the router holds a request while an engine is swapped in place
+SWAP_CLIENT_TIMEOUT_S = inventory.role_default("vllm_router", "vllm_router_hold_s") + 60
 
 
 def variant(tmp_path, name: str = "cpu-smoke-variant", **args) -> str:
@@ -41,6 +44,18 @@ def assert_untouched(run: Invocation, docker_client, live_id: str, workers: list
     assert "The candidate was removed; the live engine (recipe cpu-smoke-variant) was not touched" in run.output
     assert docker_client.containers.get(ENGINE).id == live_id and router_workers() == workers
     assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
+
+
+def assert_answers(api_key: str, smoke) -> None:
+    """A chat through the router is answered in full (every token asked for: random weights may end early)."""
+    client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
+    reply = client.chat.completions.create(
+        model=smoke.model.served_name,
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=4,
+        extra_body={"ignore_eos": True},
+    )
+    assert reply.usage.completion_tokens == 4
 
 
 @dataclass(frozen=True)
@@ -114,11 +129,7 @@ def test_a_candidate_that_cannot_start_leaves_the_live_engine_untouched(
     assert docker_client.containers.get(ENGINE).id == live.id
     assert router_workers() == workers
     assert not docker_client.containers.list(all=True, filters={"name": f"^{CANDIDATE}$"})
-    client = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
-    reply = client.chat.completions.create(
-        model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=4
-    )
-    assert reply.usage.completion_tokens == 4
+    assert_answers(api_key, smoke)
     assert render.config_hash(smoke) != live.labels["io.station.config"]  # still the variant, untouched
 
 
@@ -130,7 +141,7 @@ def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back
     configuration is swapped back in, and no client sees a failure throughout."""
     live = docker_client.containers.get(ENGINE)
     drifting = variant(tmp_path, "cpu-smoke-bf16", dtype="bfloat16")
-    with StreamingClients(api_key, smoke.model.served_name, timeout_s=300) as clients:
+    with StreamingClients(api_key, smoke.model.served_name, timeout_s=SWAP_CLIENT_TIMEOUT_S) as clients:
         run = invoke("promote", "--in-place", "--recipe", drifting)
     print(
         f"\nthe drifting configuration was swapped in on trial and back out after {run.seconds:.0f} s: "
@@ -147,10 +158,7 @@ def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back
     assert restored.labels["io.station.config"] == live.labels["io.station.config"]
     assert restored.attrs["Config"]["Image"] == live.image.id  # by the id recorded, not a tag that may be rebuilt
     assert router_workers() == [f"http://{ENGINE}:8000"]
-    reply = openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0).chat.completions.create(
-        model=smoke.model.served_name, messages=[{"role": "user", "content": "hi"}], max_tokens=4
-    )
-    assert reply.usage.completion_tokens == 4
+    assert_answers(api_key, smoke)
 
 
 def test_a_candidate_that_fails_the_canary_is_refused_and_changes_nothing(promotion, docker_client, tmp_path) -> None:
@@ -194,7 +202,7 @@ def test_an_engine_replaced_in_place_is_drained_and_swapped_with_no_failed_reque
     holds new ones while cpu-smoke starts in the same container, and no client sees a failure. Last here: it puts
     cpu-smoke back for the modules after this one."""
     live = docker_client.containers.get(ENGINE)
-    with StreamingClients(api_key, smoke.model.served_name, timeout_s=300) as clients:
+    with StreamingClients(api_key, smoke.model.served_name, timeout_s=SWAP_CLIENT_TIMEOUT_S) as clients:
         run = invoke("deploy", "--in-place", "--no-agent-check")
     print(
         f"\nduring the swap in place: {clients.served} chats served, {len(clients.failures)} failed, "
