@@ -22,7 +22,7 @@ from station.bench import accuracy, capture, cost, gate, ladder, measure, runs, 
 from station.deploy import actions, argcheck, delivery, inventory, lock, sim, tunnel
 from station.deploy import agent_check as agents
 from station.errors import StationError
-from station.fleet import k8s
+from station.fleet import each, k8s
 from station.recipes import profiles
 from station.recipes import recipe as recipes
 from station.reports import ladder as ladder_report
@@ -35,6 +35,7 @@ from station.tune import space as spaces
 console = Console()
 
 HOST_HELP = "Inventory host (ansible/inventory/hosts.yml); default: local, this machine"
+HOSTS_HELP = HOST_HELP + "; or an inventory group, or hosts and groups separated by commas (all at once)"
 RECIPE_HELP = "Recipe name under recipes/ or a path to a recipe file; default: cpu-smoke"
 TAGS_HELP = "Only these stages, comma-separated (preflight, nvidia_driver, docker_engine, ...)"
 
@@ -53,24 +54,35 @@ def user_errors() -> Iterator[None]:
 def on_host(host: str, command: str) -> Iterator[None]:
     """As user_errors, holding the host's lock: one command that changes or measures a host at a time, from this
     controller and any other (the host keeps the claim while the command runs, and it is freed when it ends)."""
-    with user_errors(), lock.host(host, command) as holder:
-        try:
-            yield
-        finally:
-            actions.release_lock(host, holder, console)
+    with user_errors(), actions.holding(host, command, console):
+        yield
+
+
+def on_each_host(c: Context, host: str | None, command: str, work: each.Work, locked: bool = True) -> None:
+    """`work` on the host, or on every host of a group or list at once, each under its lock where `locked`."""
+    with user_errors():
+        hosts = inventory.targets(host or c.config.station.host)
+        if len(hosts) > 1:
+            each.run(hosts, command, work, console, locked)
+            return
+    with on_host(hosts[0], command) if locked else user_errors():
+        work(hosts[0], console)
 
 
 def host_and_recipe(c: Context, host: str | None, recipe: str | None = None) -> tuple[str, str]:
     return host or c.config.station.host, recipe or c.config.station.recipe
 
 
-@task(help={"host": HOST_HELP, "recipe": "Recipe whose GPU needs to check (optional)", "tags": TAGS_HELP})
+@task(help={"host": HOSTS_HELP, "recipe": "Recipe whose GPU needs to check (optional)", "tags": TAGS_HELP})
 def provision(c, host=None, recipe=None, tags=""):
     """Take a host to ready: checks, NVIDIA driver, container toolkit, Docker, tuning; a second run changes nothing."""
-    host = host or c.config.station.host
-    with on_host(host, "provision"):
-        done = actions.provision(host, recipes.load(recipe) if recipe else None, tags, console)
-        console.print(report.provisioning(done))
+    with user_errors():
+        chosen = recipes.load(recipe) if recipe else None
+
+    def provision_on(host: str, out: Console) -> None:
+        out.print(report.provisioning(actions.provision(host, chosen, tags, out)))
+
+    on_each_host(c, host, "provision", provision_on)
 
 
 @task(help={"host": HOST_HELP, "recipe": RECIPE_HELP})
@@ -81,8 +93,8 @@ def bundle(c, host=None, recipe=None):
         console.print(f"Offline bundle: {delivery.build_bundle(host, recipes.load(recipe), console)}")
 
 
-def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
-    console.print(report.agent_checks(host, checks))
+def require_agent_capabilities(host: str, out: Console, checks: list[agents.Check]) -> None:
+    out.print(report.agent_checks(host, checks))
     failed = ", ".join(check.capability for check in agents.failed(checks))
     if failed:
         raise StationError(
@@ -93,7 +105,7 @@ def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
 
 @task(
     help={
-        "host": HOST_HELP,
+        "host": HOSTS_HELP,
         "recipe": RECIPE_HELP,
         "agent_check": "Try what coding agents send after the health check (default on; --no-agent-check skips it)",
         "in_place": "Replace the engine in its own container, the router holding new requests meanwhile, rather than "
@@ -102,11 +114,14 @@ def require_agent_capabilities(host: str, checks: list[agents.Check]) -> None:
 )
 def deploy(c, host=None, recipe=None, agent_check=True, in_place=False):
     """Deploy the recipe's engine and monitoring on a host, then check agents can use it; a rerun changes nothing."""
-    host, recipe = host_and_recipe(c, host, recipe)
-    with on_host(host, "deploy"):
-        gate = functools.partial(require_agent_capabilities, host) if agent_check else None
-        done = actions.deploy(host, recipes.load(recipe), console, agent_gate=gate, in_place=in_place)
-        console.print(report.deployment(done))
+    with user_errors():
+        chosen = recipes.load(recipe or c.config.station.recipe)
+
+    def deploy_on(host: str, out: Console) -> None:
+        gate = functools.partial(require_agent_capabilities, host, out) if agent_check else None
+        out.print(report.deployment(actions.deploy(host, chosen, out, agent_gate=gate, in_place=in_place)))
+
+    on_each_host(c, host, "deploy", deploy_on)
 
 
 @task(
@@ -133,7 +148,7 @@ def promote(
     with on_host(host, "promote"):
         chosen = recipes.load(recipe)
         thresholds = accuracy.Thresholds(float(min_exact_match), float(max_logprob_diff)) if accuracy_gate else None
-        gate = functools.partial(require_agent_capabilities, host)
+        gate = functools.partial(require_agent_capabilities, host, console)
         done, evidence = promotion.run(
             host, chosen, profiles.load(canary or canary_for(chosen)), thresholds, gate, console, in_place
         )
@@ -147,12 +162,16 @@ def canary_for(chosen: recipes.Recipe) -> str:
     return "agentic" if chosen.engine.container.gpus else "agentic-cpu"
 
 
-@task(name="agent-check", help={"host": HOST_HELP, "recipe": RECIPE_HELP + " (the one deployed there)"})
+@task(name="agent-check", help={"host": HOSTS_HELP, "recipe": RECIPE_HELP + " (the one deployed there)"})
 def check_agents(c, host=None, recipe=None):
     """Try what coding agents send (chat, streaming, tools, tool results, long prompts) against the endpoint."""
-    host, recipe = host_and_recipe(c, host, recipe)
     with user_errors():
-        require_agent_capabilities(host, actions.check_agents(host, recipes.load(recipe), console))
+        chosen = recipes.load(recipe or c.config.station.recipe)
+
+    def check_on(host: str, out: Console) -> None:
+        require_agent_capabilities(host, out, actions.check_agents(host, chosen, out))
+
+    on_each_host(c, host, "agent-check", check_on, locked=False)
 
 
 @task(
@@ -411,7 +430,7 @@ def profile_drift(c, host=None, window="1h", against=""):
             raise StationError(f"the traffic on {host} has drifted: {', '.join(moved)}", "tune for it, or capture it")
 
 
-@task(help={"host": HOST_HELP + "; or an inventory group, or hosts and groups separated by commas"})
+@task(help={"host": HOSTS_HELP})
 def status(c, host=None):
     """Show station's containers on each host and Prometheus' scrape targets; a host that cannot answer is named."""
     host, _ = host_and_recipe(c, host)
@@ -420,19 +439,18 @@ def status(c, host=None):
         for each in found:
             console.print(report.status(each))
         if failed:
-            raise StationError(
-                f"status failed on {', '.join(failed)}:\n" + "\n".join(error.problem for error in failed.values()),
-                "; ".join(error.hint for error in failed.values() if error.hint),
-            )
+            raise each.failures("status", failed)
 
 
-@task(help={"host": HOST_HELP})
+@task(help={"host": HOSTS_HELP})
 def down(c, host=None):
     """Remove station's containers from a host; results, secrets and Prometheus data stay."""
-    host, _ = host_and_recipe(c, host)
-    with on_host(host, "down"):
-        result = actions.down(host, console)
-        console.print(f"Removed station's containers from {host}." if result.changed else f"Nothing ran on {host}.")
+
+    def down_on(host: str, out: Console) -> None:
+        removed = actions.down(host, out).changed
+        out.print(f"Removed station's containers from {host}." if removed else f"Nothing ran on {host}.")
+
+    on_each_host(c, host, "down", down_on)
 
 
 @task(help={"host": HOST_HELP})

@@ -49,6 +49,14 @@ from station.recipes import recipe  # noqa: E402
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
 
 
+def host_section(output: str, command: str, host: str) -> str:
+    """What a fleet command printed for one host: the lines under its rule (── deploy on dgx01 ──), to the next."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("─") and f" {command} on {host} " in line)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("─")), len(lines))
+    return "\n".join(lines[start + 1 : end])
+
+
 def ansible_module(relative: str) -> Any:
     """A Python file of ansible/ (a module, filter or role file Ansible runs), imported to test its functions."""
     path = paths.ANSIBLE / relative

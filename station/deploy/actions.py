@@ -6,7 +6,8 @@ from __future__ import annotations
 import functools
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,17 @@ def statuses(hosts: list[str], console: Console) -> tuple[list[HostStatus], dict
 def down(host: str, console: Console) -> playbook.PlaybookResult:
     inventory.host_vars(host)
     return playbook.run("down", host, {}, console)
+
+
+@contextmanager
+def holding(host: str, command: str, console: Console) -> Iterator[lock.Holder]:
+    """The host's lock while one command runs: this controller's, and the host's own claim its playbooks take, which
+    is freed however the command ends."""
+    with lock.host(host, command) as holder:
+        try:
+            yield holder
+        finally:
+            release_lock(host, holder, console)
 
 
 def release_lock(host: str, holder: lock.Holder, console: Console) -> None:

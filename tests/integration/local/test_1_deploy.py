@@ -11,6 +11,7 @@ import requests
 
 from station import paths
 from station.recipes import render
+from tests.conftest import host_section
 from tests.integration.conftest import (
     API_URL,
     ENGINE,
@@ -246,6 +247,19 @@ def test_status_of_a_group_shows_each_host_and_names_the_one_that_cannot_answer(
         ENGINE in line and "running" in line for line in run.output.splitlines()
     )
     assert "error: status failed on gone:\ngone is unreachable: " in run.output
+
+
+def test_deploy_of_a_group_deploys_each_host_it_reaches_and_names_the_one_it_cannot(first_deploy, tmp_path) -> None:
+    """The hosts deploy at once; local (deployed already) is reported unchanged, and the unreachable one fails the
+    command, by name."""
+    fleet = {"local": {}, "gone": {"ansible_host": "127.0.0.1", "ansible_port": 1}}
+    run = invoke("deploy", "--host", "fleet", "--no-agent-check", env=extra_inventory(tmp_path, fleet, group="fleet"))
+    print(f"\nthe deploy of local and gone failed on gone after {run.seconds:.0f} s")
+    assert run.returncode == 1, run.output
+    local = host_section(run.output, "deploy", "local")
+    assert "Deployed cpu-smoke on local" in local and "Ansible changed=0" in local, run.output
+    assert "gone is unreachable" in host_section(run.output, "deploy", "gone")
+    assert "error: deploy failed on gone:\ngone is unreachable: " in run.output
 
 
 def test_status_looks_up_the_containers_the_roles_name(first_deploy, tmp_path) -> None:

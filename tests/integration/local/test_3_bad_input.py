@@ -38,7 +38,7 @@ def test_malformed_recipe_names_the_field(tmp_path, cpu_smoke_data) -> None:
 
 
 def test_unknown_host_lists_the_inventory() -> None:
-    _failed(invoke("deploy", "--host", "nope"), "unknown host 'nope'", "local")
+    _failed(invoke("deploy", "--host", "nope"), "unknown host or group 'nope'", "local")
 
 
 def test_docker_not_running_says_how_to_start_it(engine_id, docker_client) -> None:
