@@ -8,8 +8,10 @@ import stat
 import openai
 import pytest
 import requests
+from rich.console import Console
 
 from station import paths
+from station.deploy import playbook
 from station.recipes import render
 from tests.conftest import host_section
 from tests.integration.conftest import (
@@ -55,6 +57,18 @@ def test_the_engine_drains_when_stopped_and_the_router_holds_requests_meanwhile(
     router = docker_client.api.inspect_container(ROUTER)["Config"]["Cmd"]
     assert "--disable-circuit-breaker" in router and "--retry-max-backoff-ms=2000" in router
     assert "--retry-max-retries=453" in router  # 900 s of 2 s backoffs, and the three shorter first ones
+
+
+def test_the_wait_for_the_router_to_serve_again_ends_at_once_where_it_does_not_answer(first_deploy) -> None:
+    """A router that does not answer at all (a crash loop) holds no request: the engine role's wait after a swap in
+    place notes it and goes on (the router's own step replaces it), where it used to wait out vllm_router_hold_s."""
+    waits = paths.ROOT / "tests" / "fixtures" / "playbooks" / "router_serving.yml"
+    answering, silent = Console(record=True, width=400), Console(record=True, width=400)
+    playbook.run_file(waits, "local", {}, answering)
+    playbook.run_file(waits, "local", {"_vllm_router_url": "http://127.0.0.1:1"}, silent)  # nothing listens there
+    assert "does not answer" not in answering.export_text()
+    said = silent.export_text()
+    assert "The router on local does not answer" in said and "replaces the router next" in said, said
 
 
 def test_engine_has_the_recipes_shared_memory(engine) -> None:
