@@ -33,12 +33,20 @@ def hosts() -> list[str]:
     return sorted(_inventory().get("_meta", {}).get("hostvars", {}))
 
 
+# The commands whose --host may name a group or a list (station.fleet.each); the others take one host
+FLEET_COMMANDS = "provision, deploy, agent-check, status and down"
+
+
+def _groups(inventory: dict[str, Any]) -> list[str]:
+    return sorted(name for name in inventory if name not in ("_meta", "all", "ungrouped"))
+
+
 def targets(spec: str) -> list[str]:
     """The hosts a --host names: a host, an inventory group (its hosts and its children's), or a comma-separated list
     of either; in the order named, each once."""
     inventory = _inventory()
     known = inventory.get("_meta", {}).get("hostvars", {})
-    groups = sorted(name for name in inventory if name not in ("_meta", "all", "ungrouped"))
+    groups = _groups(inventory)
     found: list[str] = []
     for name in (part.strip() for part in spec.split(",")):
         if name in known:
@@ -64,7 +72,13 @@ def _members(inventory: dict[str, Any], group: str) -> list[str]:
 
 def host_vars(host: str) -> dict[str, Any]:
     """The host's variables as written in the inventory (not templated)."""
-    known = _inventory().get("_meta", {}).get("hostvars", {})
+    inventory = _inventory()
+    known = inventory.get("_meta", {}).get("hostvars", {})
+    if host not in known and (host in _groups(inventory) or "," in host):
+        raise StationError(
+            f"this command takes one host, and {host!r} names several: {', '.join(targets(host))}",
+            f"name one of them; {FLEET_COMMANDS} take a group or a comma-separated list",
+        )
     if host not in known:
         raise StationError(
             f"unknown host {host!r}",

@@ -1,0 +1,62 @@
+"""What a --host names: a host, a group (with its children's hosts) or a list; a group where one host is asked for."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from station import paths
+from station.deploy import inventory
+from station.errors import StationError
+
+
+@pytest.fixture(autouse=True)
+def fleet(tmp_path, monkeypatch) -> None:
+    """The shipped inventory and a fleet of two groups, one the other's child, read afresh."""
+    extra = tmp_path / "fleet.yml"
+    extra.write_text(
+        yaml.safe_dump(
+            {
+                "gpu": {"hosts": {"dgx01": {}, "dgx02": {}}, "children": {"spare": {"hosts": {"dgx03": {}}}}},
+                "lab": {"hosts": {"dgx02": {}, "local": {}}},
+            }
+        )
+    )
+    monkeypatch.setenv("ANSIBLE_INVENTORY", f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{extra}")
+    inventory._inventory.cache_clear()
+    yield
+    inventory._inventory.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("spec", "hosts"),
+    [
+        ("dgx01", ["dgx01"]),
+        ("gpu", ["dgx01", "dgx02", "dgx03"]),
+        ("spare", ["dgx03"]),
+        ("lab, gpu", ["dgx02", "local", "dgx01", "dgx03"]),
+        ("dgx03,dgx03,spare", ["dgx03"]),
+    ],
+)
+def test_a_host_spec_names_each_host_once_in_the_order_named(spec: str, hosts: list[str]) -> None:
+    assert inventory.targets(spec) == hosts
+
+
+def test_an_unknown_name_is_refused_listing_the_hosts_and_groups() -> None:
+    with pytest.raises(StationError) as error:
+        inventory.targets("gpu,dgx09")
+    assert error.value.problem == "unknown host or group 'dgx09'"
+    assert "dgx01" in error.value.hint and "groups: gpu, lab, offline, spare" in error.value.hint
+
+
+@pytest.mark.parametrize("spec", ["gpu", "dgx01,dgx02"])
+def test_a_command_that_takes_one_host_refuses_several_naming_them(spec: str) -> None:
+    with pytest.raises(StationError) as error:
+        inventory.host_vars(spec)
+    assert error.value.problem.startswith(f"this command takes one host, and {spec!r} names several: dgx01, dgx02")
+    assert inventory.FLEET_COMMANDS in error.value.hint
+
+
+def test_an_unknown_host_is_still_named_as_one() -> None:
+    with pytest.raises(StationError, match="unknown host 'dgx09'"):
+        inventory.host_vars("dgx09")
