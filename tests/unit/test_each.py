@@ -74,3 +74,21 @@ def test_an_unlocked_command_runs_on_a_host_another_command_holds() -> None:
     with lock.host("dgx-each-a", "deploy"):
         each.run(HOSTS, "agent-check", lambda host, out: ran.append(host), shown(), locked=False)
     assert sorted(ran) == HOSTS
+
+
+def test_the_fleet_spinner_says_what_each_running_host_is_doing() -> None:
+    """What a host's playbook would show on its spinner is on the fleet's board until the host ends."""
+    started, seen = threading.Barrier(len(HOSTS), timeout=10), threading.Event()
+    boards: list[str] = []
+
+    def work(host: str, out: Console) -> None:
+        with out.status("Starting Ansible") as status:
+            status.update(f"Wait until the engine on {host} reports healthy")
+            started.wait()
+            if host == HOSTS[0]:
+                boards.append(each._said("deploy", dict(status.board)))
+                seen.set()
+            seen.wait(10)
+
+    each.run(HOSTS, "deploy", work, shown())
+    assert boards == ["deploy\n" + "\n".join(f"  {h}: Wait until the engine on {h} reports healthy" for h in HOSTS)]
