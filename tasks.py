@@ -436,8 +436,8 @@ def status(c, host=None):
     host, _ = host_and_recipe(c, host)
     with user_errors():
         found, failed = actions.statuses(inventory.targets(host), console)
-        for each in found:
-            console.print(report.status(each))
+        for answered in found:
+            console.print(report.status(answered))
         if failed:
             raise each.failures("status", failed)
 
