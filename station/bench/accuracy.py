@@ -166,14 +166,18 @@ def step_pair(ladder: Ladder, steps: str) -> tuple[int, int]:
 def run(
     host: str, ladder: Ladder, steps: tuple[int, int], thresholds: Thresholds, console: Console, lm_eval_tasks: str = ""
 ) -> AccuracyRun:
-    """Deploy each step, probe it (and run lm-eval when asked), compare; the same step twice is probed twice."""
+    """Deploy each step, probe it (and run lm-eval when asked), compare; the same step twice is deployed once and
+    probed twice, as it runs (a determinism check)."""
     inventory.host_vars(host)
     folder = ACCURACY / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{host}-{ladder.name}-{steps[0]}-{steps[1]}"
     answers = []
     for position, step in enumerate(steps):
         recipe = ladder.recipe(step)
         console.rule(f"Probe {position + 1} of 2: step {step} ({ladder.steps[step].change})")
-        deployment = actions.deploy(host, recipe, console, in_place=True)
+        if position and step == steps[0]:
+            console.print(f"Step {step} is deployed already: probed again as it runs.")
+        else:
+            deployment = actions.deploy(host, recipe, console, in_place=True)
         out = folder / f"probe{position + 1}-step{step}"
         out.mkdir(parents=True)
         answers.append(probe(host, recipe, out, console))

@@ -3,8 +3,8 @@ accuracy drift.
 
 After the ladder (test_6, on the same host) in a whole run, its runs are the
 ones reported and its last step, still deployed, is probed by the
-identical-configuration check without a restart; on its own, the module
-benchmarks cpu-smoke first.
+identical-configuration check and is the drift check's reference, without a
+restart; on its own, the module benchmarks cpu-smoke first.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def drift_of(run_output: str) -> dict:
 
 def test_identical_configurations_match_exactly(provisioned) -> None:
     run = succeeded(invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "4,4"))
+    assert "Step 4 is deployed already: probed again as it runs." in run.output  # one deploy, two probes
     drift = drift_of(run.output)["drift"]
     print(drift)
     assert drift["exact_match_rate"] == 1.0 and drift["mean_abs_logprob_diff"] == 0.0
@@ -83,7 +84,8 @@ def test_identical_configurations_match_exactly(provisioned) -> None:
 
 
 def test_bfloat16_against_float32_drifts_and_the_figures_agree(provisioned) -> None:
-    run = invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "0,4")
+    # step 4 (float32, every switch) as the reference: the ladder left it deployed, so only step 0 is started
+    run = invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "4,0")
     record = drift_of(run.output)
     drift, problems = record["drift"], record["problems"]
     print(drift)
