@@ -535,18 +535,21 @@ def export(
         console.print(f"{len(rendered)} objects for {chosen.name} in namespace {where.namespace}, validated: {path}")
 
 
-@task(name="sim-up")
-def sim_up(c):
-    """Start the simulated host `sim` (a Debian container reached over SSH, no GPU) for trying provision and deploy."""
-    with user_errors():
-        sim.up(console)
+SIM_HELP = "Simulated host, of the inventory's sims group (default: sim)"
 
 
-@task(name="sim-down")
-def sim_down(c):
-    """Remove the simulated host and its Docker data."""
+@task(name="sim-up", help={"name": SIM_HELP})
+def sim_up(c, name="sim"):
+    """Start a simulated host (a Debian container reached over SSH, no GPU) for trying provision and deploy."""
     with user_errors():
-        sim.down(console)
+        sim.up(console, name)
+
+
+@task(name="sim-down", help={"name": SIM_HELP})
+def sim_down(c, name="sim"):
+    """Remove a simulated host and its Docker data."""
+    with user_errors():
+        sim.down(console, name)
 
 
 ns = Collection(

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from station import paths
-from station.deploy import inventory
+from station.deploy import inventory, sim
 from station.errors import StationError
 
 
@@ -46,7 +46,7 @@ def test_an_unknown_name_is_refused_listing_the_hosts_and_groups() -> None:
     with pytest.raises(StationError) as error:
         inventory.targets("gpu,dgx09")
     assert error.value.problem == "unknown host or group 'dgx09'"
-    assert "dgx01" in error.value.hint and "groups: gpu, lab, offline, spare" in error.value.hint
+    assert "dgx01" in error.value.hint and "groups: gpu, lab, offline, sims, spare" in error.value.hint
 
 
 @pytest.mark.parametrize("spec", ["gpu", "dgx01,dgx02"])
@@ -60,3 +60,16 @@ def test_a_command_that_takes_one_host_refuses_several_naming_them(spec: str) ->
 def test_an_unknown_host_is_still_named_as_one() -> None:
     with pytest.raises(StationError, match="unknown host 'dgx09'"):
         inventory.host_vars("dgx09")
+
+
+def test_the_simulated_hosts_are_the_sims_group_each_on_the_private_network() -> None:
+    hosts = [sim.host(name) for name in inventory.targets(sim.GROUP)]
+    assert [host.name for host in hosts] == ["sim", "sim2"]
+    assert len({host.ssh_port for host in hosts}) == len({host.address for host in hosts}) == 2
+    assert hosts[0].container == "station-sim"
+
+
+def test_a_host_that_is_no_simulated_one_is_named() -> None:
+    with pytest.raises(StationError, match="local is not a simulated host") as error:
+        sim.host("local")
+    assert "sim, sim2" in error.value.hint

@@ -19,9 +19,10 @@ HF_TOKEN = "hf_station_test_token_not_real"
 HF_TOKEN_FILE = "/var/lib/station/secrets/hf_token"
 
 
-def sim_root(command: str) -> subprocess.CompletedProcess[str]:
-    """A command as root inside the simulated host: test set-up only, never how station reaches it."""
-    return subprocess.run(["docker", "exec", sim.CONTAINER, "sh", "-c", command], capture_output=True, text=True)
+def sim_root(command: str, name: str = "sim") -> subprocess.CompletedProcess[str]:
+    """A command as root inside a simulated host: test set-up only, never how station reaches it."""
+    argv = ["docker", "exec", sim.host(name).container, "sh", "-c", command]
+    return subprocess.run(argv, capture_output=True, text=True)
 
 
 # Run on the host with a URL (and a key, when one follows): what its own services answer there, where nothing of this
@@ -74,7 +75,7 @@ def sim_host(provisioned):
     """testinfra over SSH, with the same key and pinned host key Ansible uses."""
     secrets = paths.SECRETS / "sim"
     return testinfra.get_host(
-        f"ssh://{sim.USER}@127.0.0.1:{sim.SSH_PORT}",
+        f"ssh://{sim.USER}@127.0.0.1:{sim.host().ssh_port}",
         ssh_identity_file=str(secrets / "id_ed25519"),
         ssh_extra_args=f"-o UserKnownHostsFile={secrets / 'known_hosts'} -o StrictHostKeyChecking=yes",
         sudo=True,

@@ -30,7 +30,7 @@ def like_sim(**overrides) -> dict:
     secrets = paths.SECRETS / "sim"
     return {
         "ansible_host": "127.0.0.1",
-        "ansible_port": sim.SSH_PORT,
+        "ansible_port": sim.host().ssh_port,
         "ansible_user": sim.USER,
         "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_ssh_private_key_file": str(secrets / "id_ed25519"),
@@ -103,7 +103,7 @@ def test_sshd_still_answers_after_provisioning(sim_host) -> None:
 def fixture_nvidia_smi(provisioned):
     """Place the fixture nvidia-smi (a stand-in for a GPU the sim lacks); remove it afterwards."""
     subprocess.run(["docker", "cp", str(FIXTURES / "sim" / "fixture-nvidia-smi"),
-                    f"{sim.CONTAINER}:/usr/local/bin/nvidia-smi"], check=True)  # fmt: skip
+                    f"{sim.host().container}:/usr/local/bin/nvidia-smi"], check=True)  # fmt: skip
 
     def with_driver(driver: str, cuda: str) -> None:
         sim_root(f"echo '{driver} {cuda}' > /etc/station-fixture-driver")
