@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -112,6 +113,20 @@ def _run(path: Path, host: str, extra_vars: dict[str, Any], console: Console, ta
     return result
 
 
+# The playbooks running now: one per host of a fleet command, each read by its host's thread
+_running: set[subprocess.Popen[str]] = set()
+_running_guard = threading.Lock()
+
+
+def interrupt_all() -> None:
+    """Ctrl-C for every playbook running now. Python hands a KeyboardInterrupt to the main thread only, so the
+    threads of a fleet command's other hosts never see it: a signal sent to station alone must reach theirs too."""
+    with _running_guard:
+        running = list(_running)
+    for proc in running:
+        proc.send_signal(signal.SIGINT)
+
+
 def _stream(cmd: list[str], log: Path, console: Console) -> PlaybookResult:
     result = PlaybookResult()
     with (
@@ -123,6 +138,8 @@ def _stream(cmd: list[str], log: Path, console: Console) -> PlaybookResult:
     ):
         renderer = _Renderer(console, status, result)
         assert proc.stdout is not None
+        with _running_guard:
+            _running.add(proc)
         try:
             for line in proc.stdout:
                 log_file.write(line)
@@ -132,6 +149,9 @@ def _stream(cmd: list[str], log: Path, console: Console) -> PlaybookResult:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=60)
             raise
+        finally:
+            with _running_guard:
+                _running.discard(proc)
     if proc.returncode != 0 and not (result.failed or result.unreachable):
         raise StationError(f"ansible-playbook exited with {proc.returncode}", f"see {log}")
     return result

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.text import Text
 
-from station.deploy import actions
+from station.deploy import actions, playbook
 from station.errors import StationError
 
 # What a command does on one host, printing to the console it is given
@@ -31,20 +31,33 @@ def run(hosts: list[str], command: str, work: Work, console: Console, locked: bo
         for host in hosts:
             out = _HostConsole(host, board, console)
             pending[pool.submit(_on_one, host, command, work, out, locked)] = out
+        interrupted = False
         while pending:
-            done, _ = wait(pending, timeout=1, return_when=FIRST_COMPLETED)
+            try:
+                done, _ = wait(pending, timeout=1, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                playbook.interrupt_all()  # each host's playbook stops where it is, and the host frees its lock
+                interrupted = True
+                continue
             for future in done:
                 out = pending.pop(future)
                 error = future.result()
                 del board[out.host]
-                console.print(Rule(f"{command} on {out.host}", style="red" if error else "green"))
-                if out.output:
-                    console.print(Text.from_ansi(out.output))
+                _show(console, command, out, error)
                 if error:
                     failed[out.host] = error
-            status.update(_said(command, board))
+            status.update(_said(f"{command}, interrupted" if interrupted else command, board))
+    if interrupted:
+        raise KeyboardInterrupt
     if failed:
         raise failures(command, {host: failed[host] for host in hosts if host in failed})  # in the order named
+
+
+def _show(console: Console, command: str, out: _HostConsole, error: StationError | None) -> None:
+    """What a host printed, under a rule naming it, once it has ended."""
+    console.print(Rule(f"{command} on {out.host}", style="red" if error else "green"))
+    if out.output:
+        console.print(Text.from_ansi(out.output))
 
 
 def failures(command: str, failed: dict[str, StationError]) -> StationError:

@@ -3,14 +3,18 @@ while the others complete."""
 
 from __future__ import annotations
 
+import _thread
 import io
+import signal
+import subprocess
 import threading
+import time
 
 import pytest
 from rich.console import Console
 
 from station import paths
-from station.deploy import lock
+from station.deploy import lock, playbook
 from station.errors import StationError
 from station.fleet import each
 from tests.conftest import host_section
@@ -92,3 +96,31 @@ def test_the_fleet_spinner_says_what_each_running_host_is_doing() -> None:
 
     each.run(HOSTS, "deploy", work, shown())
     assert boards == ["deploy\n" + "\n".join(f"  {h}: Wait until the engine on {h} reports healthy" for h in HOSTS)]
+
+
+def test_an_interrupt_sent_to_station_alone_stops_every_hosts_playbook_and_frees_each_host(tmp_path) -> None:
+    """As `kill -INT` does: only station's main thread gets the KeyboardInterrupt, and no playbook the SIGINT a
+    terminal's Ctrl-C would send them all. Each host's process here is a `sleep`, run as a playbook is."""
+    started: list[subprocess.Popen] = []
+
+    def work(host: str, out: Console) -> None:
+        playbook._stream(["sleep", "120"], tmp_path / f"{host}.log", out)
+
+    def interrupt_once_all_run() -> None:
+        deadline = time.monotonic() + 30
+        while len(playbook._running) < len(HOSTS) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started.extend(playbook._running)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_once_all_run, daemon=True).start()
+    began = time.monotonic()
+    console = shown()
+    with pytest.raises(KeyboardInterrupt):
+        each.run(HOSTS, "deploy", work, console)
+    print(f"every host stopped {time.monotonic() - began:.1f} s after the fleet command began")
+    assert len(started) == len(HOSTS) and all(proc.returncode == -signal.SIGINT for proc in started)
+    assert not playbook._running
+    for host in HOSTS:
+        assert lock.held(host) is None
+        assert "ansible-playbook exited with" in host_section(console.file.getvalue(), "deploy", host)
