@@ -126,8 +126,13 @@ def up(console: Console, name: str = "sim") -> None:
     console.print(f"{name} is up: ssh -p {sim.ssh_port} -i {secrets_dir(name) / 'id_ed25519'} {USER}@127.0.0.1")
 
 
+def _network(engine) -> list:
+    """The simulated hosts' network, when it exists (Docker's name filter matches any name it begins)."""
+    return [network for network in engine.networks.list(names=[NETWORK]) if network.name == NETWORK]
+
+
 def _ensure_network(engine) -> None:
-    if not engine.networks.list(names=[NETWORK]):
+    if not _network(engine):
         engine.networks.create(NETWORK, driver="bridge", ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=str(SUBNET))]))
 
 
@@ -168,7 +173,7 @@ def down(console: Console, name: str = "sim") -> None:
     ):
         with contextlib.suppress(NotFound):
             remove()
-    for network in engine.networks.list(names=[NETWORK]):
+    for network in _network(engine):
         network.reload()
         if not network.containers:  # the last simulated host is gone
             network.remove()

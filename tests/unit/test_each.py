@@ -7,6 +7,7 @@ import _thread
 import io
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -100,11 +101,17 @@ def test_the_fleet_spinner_says_what_each_running_host_is_doing() -> None:
 
 def test_an_interrupt_sent_to_station_alone_stops_every_hosts_playbook_and_frees_each_host(tmp_path) -> None:
     """As `kill -INT` does: only station's main thread gets the KeyboardInterrupt, and no playbook the SIGINT a
-    terminal's Ctrl-C would send them all. Each host's process here is a `sleep`, run as a playbook is."""
+    terminal's Ctrl-C would send them all. Each host's process here sleeps, run as a playbook is. Both take SIGINT's
+    default, whatever this suite inherited: a background job (nohup ... &, as CI may run) ignores it."""
     started: list[subprocess.Popen] = []
+    sleeper = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(120)",
+    ]
 
     def work(host: str, out: Console) -> None:
-        playbook._stream(["sleep", "120"], tmp_path / f"{host}.log", out)
+        playbook._stream(sleeper, tmp_path / f"{host}.log", out)
 
     def interrupt_once_all_run() -> None:
         deadline = time.monotonic() + 30
@@ -113,11 +120,15 @@ def test_an_interrupt_sent_to_station_alone_stops_every_hosts_playbook_and_frees
         started.extend(playbook._running)
         _thread.interrupt_main()
 
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt_once_all_run, daemon=True).start()
     began = time.monotonic()
     console = shown()
-    with pytest.raises(KeyboardInterrupt):
-        each.run(HOSTS, "deploy", work, console)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            each.run(HOSTS, "deploy", work, console)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     print(f"every host stopped {time.monotonic() - began:.1f} s after the fleet command began")
     assert len(started) == len(HOSTS) and all(proc.returncode == -signal.SIGINT for proc in started)
     assert not playbook._running
