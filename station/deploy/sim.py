@@ -126,13 +126,13 @@ def up(console: Console, name: str = "sim") -> None:
     console.print(f"{name} is up: ssh -p {sim.ssh_port} -i {secrets_dir(name) / 'id_ed25519'} {USER}@127.0.0.1")
 
 
-def _network(engine) -> list:
-    """The simulated hosts' network, when it exists (Docker's name filter matches any name it begins)."""
+def network(engine) -> list:
+    """The simulated hosts' network, when it exists (Docker's name filter also matches names that begin with it)."""
     return [network for network in engine.networks.list(names=[NETWORK]) if network.name == NETWORK]
 
 
 def _ensure_network(engine) -> None:
-    if not _network(engine):
+    if not network(engine):
         engine.networks.create(NETWORK, driver="bridge", ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=str(SUBNET))]))
 
 
@@ -173,8 +173,8 @@ def down(console: Console, name: str = "sim") -> None:
     ):
         with contextlib.suppress(NotFound):
             remove()
-    for network in _network(engine):
-        network.reload()
-        if not network.containers:  # the last simulated host is gone
-            network.remove()
+    for found in network(engine):
+        found.reload()
+        if not found.containers:  # the last simulated host is gone
+            found.remove()
     console.print(f"{name} is gone")

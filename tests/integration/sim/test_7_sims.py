@@ -46,6 +46,6 @@ def test_sim2_is_removed_with_its_data_and_sim_keeps_the_network(sim2, docker_cl
     sim.down(Console(), "sim2")
     assert not docker_client.containers.list(all=True, filters={"name": f"^{sim2.container}$"})
     assert not docker_client.volumes.list(filters={"name": sim2.docker_volume})
-    (network,) = docker_client.networks.list(names=[sim.NETWORK])
+    (network,) = sim.network(docker_client)
     network.reload()
     assert [container.name for container in network.containers] == [sim.host().container]
