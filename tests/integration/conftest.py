@@ -28,6 +28,7 @@ import requests
 import testinfra
 import yaml
 from docker.errors import NotFound
+from prometheus_client.parser import text_string_to_metric_families
 
 from station import paths
 from station.bench import traffic
@@ -182,6 +183,20 @@ def router_workers() -> list[str]:
     asked = requests.get(f"{API_URL}/list_workers", headers={"Authorization": f"Bearer {key}"}, timeout=10)
     asked.raise_for_status()
     return asked.json()["urls"]
+
+
+def router_failed_sends(docker_client) -> float:
+    """Requests the router sent to an engine that failed them (refused the connection, answered a server error, cut
+    the answer): its circuit breaker's failure outcomes, counted with the breaker off too. Read from the router's
+    metrics port, which only station's network reaches."""
+    read = "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:29000/metrics').read().decode())"
+    metrics = docker_client.containers.get(ROUTER).exec_run(["python3", "-c", read]).output.decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "vllm_router_cb_outcomes_total" and sample.labels.get("outcome") == "failure"
+    )
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:

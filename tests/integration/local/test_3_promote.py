@@ -19,6 +19,7 @@ from tests.integration.conftest import (
     Invocation,
     StreamingClients,
     invoke,
+    router_failed_sends,
     router_workers,
     serving,
     succeeded,
@@ -139,7 +140,7 @@ def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back
     """`promote --in-place` (one GPU the model fills): bfloat16 is swapped in on trial, the router holding requests,
     and the accuracy gate refuses it against the answers float32 gave before the swap; the last healthy
     configuration is swapped back in, and no client sees a failure throughout."""
-    live = docker_client.containers.get(ENGINE)
+    live, failed_sends = docker_client.containers.get(ENGINE), router_failed_sends(docker_client)
     drifting = variant(tmp_path, "cpu-smoke-bf16", dtype="bfloat16")
     with StreamingClients(api_key, smoke.model.served_name, timeout_s=SWAP_CLIENT_TIMEOUT_S) as clients:
         run = invoke("promote", "--in-place", "--recipe", drifting)
@@ -153,6 +154,7 @@ def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back
     assert "cpu-smoke-bf16 served the traffic for" in run.output
     assert "was swapped back out: cpu-smoke-variant serves again (the router held requests for up to" in run.output
     assert clients.failures == [] and clients.served > 0
+    assert router_failed_sends(docker_client) == failed_sends  # out of the router while it drained, both times
     restored = docker_client.containers.get(ENGINE)
     assert restored.id != live.id  # swapped twice, in the same container name
     assert restored.labels["io.station.config"] == live.labels["io.station.config"]
@@ -201,7 +203,7 @@ def test_an_engine_replaced_in_place_is_drained_and_swapped_with_no_failed_reque
     """`deploy --in-place` (what a GPU the model fills gets): the engine finishes its requests and stops, the router
     holds new ones while cpu-smoke starts in the same container, and no client sees a failure. Last here: it puts
     cpu-smoke back for the modules after this one."""
-    live = docker_client.containers.get(ENGINE)
+    live, failed_sends = docker_client.containers.get(ENGINE), router_failed_sends(docker_client)
     with StreamingClients(api_key, smoke.model.served_name, timeout_s=SWAP_CLIENT_TIMEOUT_S) as clients:
         run = invoke("deploy", "--in-place", "--no-agent-check")
     print(
@@ -211,6 +213,7 @@ def test_an_engine_replaced_in_place_is_drained_and_swapped_with_no_failed_reque
     print("\n".join(sorted(set(clients.failures))[:5]))
     succeeded(run)
     assert clients.failures == []
+    assert router_failed_sends(docker_client) == failed_sends  # none sent to the engine draining or stopped
     assert clients.longest_s > 5  # a chat took far longer than the 0.1 s they take: held across the swap, then served
     assert "replaced in place (drain and swap): the router held new requests for up to" in run.output
     after = docker_client.containers.get(ENGINE)
