@@ -1,5 +1,6 @@
-"""Images for a host: built on the controller where the host cannot pull them, for the host's architecture only,
-and delivered to a remote host in the offline bundle."""
+"""Images for a host that it cannot pull: built with its own Docker engine where it builds its images
+(station_image_builds: host, reached through an SSH-forwarded socket), else built on the controller, for the host's
+architecture only, and delivered in the offline bundle."""
 
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ from typing import Any
 
 from rich.console import Console
 
-from station.deploy import bundle, images, inventory, platforms
+from station.deploy import bundle, images, inventory, platforms, tunnel
+from station.errors import StationError
 from station.recipes.recipe import Recipe
 
+Builds = dict[str, tuple[str, dict[str, str]]]  # image tag → (docker/ folder, build arguments)
 
-def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
+# Where a remote host's images are built (its inventory's station_image_builds)
+WHERE = ("host", "controller")
+
+
+def images_to_build(recipe: Recipe, host_vars: dict[str, Any]) -> Builds:
     """Image tag → (docker/ folder, build arguments), for the images station builds for this host."""
     built = host_vars.get("station_built_images", {}) | host_vars.get("station_offline_images", {})
     builds = {tag: (folder, {}) for folder, tag in built.items()}
@@ -35,13 +42,49 @@ def ensure_images(host: str, recipe: Recipe, console: Console, architecture: str
 
 
 def prepare_images(host: str, recipe: Recipe, console: Console) -> dict[str, Any]:
-    """Images for the deploy: a remote host gets them in the offline bundle, whose path is returned as vars."""
+    """Images for the deploy: a remote host builds them itself or gets them in the offline bundle, whose path is
+    returned as vars."""
     if inventory.is_local(host):
         ensure_images(host, recipe, console)  # the host's Docker engine is this one
         return {}
-    if not images_to_build(recipe, inventory.host_vars(host)):
+    host_vars = inventory.host_vars(host)
+    builds = images_to_build(recipe, host_vars)
+    if not builds:
         return {}  # the host pulls every image
+    if builds_on(host, host_vars) == "host":
+        build_on_host(host, builds, console)
+        return {}
     return {"offline_bundle_dir": str(build_bundle(host, recipe, console))}
+
+
+def builds_on(host: str, host_vars: dict[str, Any]) -> str:
+    """Where the host's images are built: `host` (its own Docker engine) or `controller` (the offline bundle)."""
+    where = host_vars.get("station_image_builds", "controller")
+    if where not in WHERE:
+        raise StationError(
+            f"{host}'s station_image_builds is {where!r}",
+            "set it to host (the host builds its images itself, from the context station sends) or controller "
+            "(built here and sent in the offline bundle); nothing was changed",
+        )
+    return where
+
+
+def build_on_host(host: str, builds: Builds, console: Console) -> None:
+    """Each image built by the host's own Docker engine: the same build context and inputs digest as a controller
+    build (a second deploy reuses it), the progress and the log here, the build cache there (an interrupted build
+    resumes from it). What this controller makes for its own architecture (the Debian base, the pinned wheels) is
+    refused, before any build, for a host of another one."""
+    with tunnel.docker_socket(host, console) as url:
+        engine = images.host_client(host, url)
+        made_here = sorted({folder for folder, _ in builds.values() if images.made_here(folder)})
+        if made_here:
+            controller = images.client()
+            made_for = f"the Debian base and the pinned wheels that {', '.join(made_here)} are built from here"
+            platforms.require_buildable(host, platforms.of_engine(engine), platforms.of_engine(controller), made_for)
+            if any(images.uses_base(folder) for folder in made_here):
+                images.copy_base(controller, engine, console)
+        for tag, (folder, build_args) in builds.items():
+            images.ensure(engine, tag, folder, console, build_args, host)
 
 
 def build_bundle(host: str, recipe: Recipe, console: Console) -> Path:

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 import docker
@@ -64,6 +65,39 @@ def client() -> docker.DockerClient:
     return engine
 
 
+def host_client(host: str, base_url: str) -> docker.DockerClient:
+    """A client for a host's Docker engine at `base_url` (station.deploy.tunnel.docker_socket)."""
+    try:
+        engine = docker.DockerClient(base_url=base_url, timeout=600)
+        engine.ping()
+    except DockerException as exc:
+        raise StationError(
+            f"the Docker engine on {host} did not answer its SSH user ({exc.__class__.__name__}: {exc})",
+            f"provision {host} (invoke provision --host {host} puts that user in the docker group), or set "
+            f"station_image_builds: controller for it to get its images in the offline bundle instead",
+        ) from exc
+    return engine
+
+
+def uses_base(folder: str) -> bool:
+    """True when docker/<folder> builds FROM station's Debian base (imported here, not pulled)."""
+    return "ARG BASE_IMAGE" in (paths.DOCKER / folder / "Dockerfile").read_text()
+
+
+def made_here(folder: str) -> bool:
+    """True when docker/<folder>'s build reads what this controller makes for its own architecture: the Debian base
+    (debootstrap) or a wheelhouse of pinned wheels."""
+    return uses_base(folder) or (paths.DOCKER / folder / "requirements.lock").exists()
+
+
+def copy_base(controller: docker.DockerClient, engine: docker.DockerClient, console: Console) -> None:
+    """The Debian base on another engine (a host's), as this controller has it: one debootstrap for every host."""
+    base = ensure_base(controller, console)
+    if image_id(engine, BASE_IMAGE) != base:
+        with console.status(f"Copying {BASE_IMAGE} to the host's Docker engine"):
+            engine.images.load(controller.images.get(BASE_IMAGE).save(named=True))
+
+
 def image_id(engine: docker.DockerClient, tag: str) -> str | None:
     try:
         return engine.images.get(tag).id
@@ -72,15 +106,23 @@ def image_id(engine: docker.DockerClient, tag: str) -> str | None:
 
 
 def ensure(
-    engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str] | None = None
+    engine: docker.DockerClient,
+    tag: str,
+    folder: str,
+    console: Console,
+    build_args: dict[str, str] | None = None,
+    host: str = "",
 ) -> str:
-    """The id of image `tag`, built from docker/<folder> when missing or built from other inputs; one build at a
-    time on this controller (a second command building the same image waits, then finds it built)."""
+    """The id of image `tag` on `engine` (this controller's, or `host`'s own), built from docker/<folder> when
+    missing or built from other inputs; one build at a time from this controller (a second command building the
+    same image waits, then finds it built)."""
     with lock.builds():
-        return _ensure(engine, tag, folder, console, build_args or {})
+        return _ensure(engine, tag, folder, console, build_args or {}, host)
 
 
-def _ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str]) -> str:
+def _ensure(
+    engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str], host: str
+) -> str:
     digest = build_digest(folder, build_args)
     try:
         existing = engine.images.get(tag)
@@ -88,7 +130,7 @@ def _ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console
         existing = None
     if existing is not None and existing.labels.get(DIGEST_LABEL) == digest:
         return existing.id
-    if "ARG BASE_IMAGE" in (paths.DOCKER / folder / "Dockerfile").read_text():
+    if uses_base(folder):
         ensure_base(engine, console)
         build_args = {"BASE_IMAGE": BASE_IMAGE, **build_args}
     with tempfile.TemporaryDirectory(prefix="station-build-") as tmp:
@@ -103,7 +145,7 @@ def _ensure(engine: docker.DockerClient, tag: str, folder: str, console: Console
         # dereference: the wheelhouse is a link to the shared cache; Docker does not follow links.
         with tarfile.open(archive, "w", dereference=True) as tar:
             tar.add(context, arcname=".")
-        built = _build(engine, archive, tag, build_args, {DIGEST_LABEL: digest}, console)
+        built = _build(engine, archive, tag, build_args, {DIGEST_LABEL: digest}, console, host)
     if existing is not None and existing.id != built:
         _remove_quietly(engine, existing.id)
     return built
@@ -122,10 +164,14 @@ def _build(
     build_args: dict[str, str],
     labels: dict[str, str],
     console: Console,
+    host: str,
 ) -> str:
-    log_path = paths.LOGS / f"build-{tag.replace('/', '_').replace(':', '_')}.log"
+    """Build from the context archive, showing the step and the time so far; the log stays on this controller."""
+    where = f" on {host}" if host else ""
+    log_path = paths.LOGS / f"build-{host + '-' if host else ''}{tag.replace('/', '_').replace(':', '_')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}") as status:
+    started = time.monotonic()
+    with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}{where}") as status:
         try:
             for chunk in engine.api.build(
                 fileobj=context,
@@ -138,17 +184,19 @@ def _build(
                 labels=labels,
             ):
                 if "error" in chunk:
-                    raise StationError(f"building {tag} failed: {chunk['error'].strip()}", f"full log: {log_path}")
+                    error = chunk["error"].strip()
+                    raise StationError(f"building {tag}{where} failed: {error}", f"full log: {log_path}")
                 line = chunk.get("stream", "")
                 log.write(line)
                 if line.startswith("Step "):
-                    status.update(f"Building {tag}: {line.strip()[:100]}")
+                    elapsed = time.monotonic() - started
+                    status.update(f"Building {tag}{where} ({elapsed:.0f} s so far): {line.strip()[:100]}")
         except APIError as exc:
-            raise StationError(f"building {tag} failed: {exc}", f"full log: {log_path}") from exc
+            raise StationError(f"building {tag}{where} failed: {exc}", f"full log: {log_path}") from exc
     built = image_id(engine, tag)
     if not built:
-        raise StationError(f"building {tag} produced no image", f"full log: {log_path}")
-    console.print(f"Built {tag} ({built[:19]})")
+        raise StationError(f"building {tag}{where} produced no image", f"full log: {log_path}")
+    console.print(f"Built {tag}{where} ({built[:19]}) in {time.monotonic() - started:.0f} s; log: {log_path}")
     return built
 
 

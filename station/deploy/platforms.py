@@ -40,12 +40,15 @@ def of_host(host: str, console: Console) -> str:
     return canonical(str(result.handed_by(host, "preflight_architecture")))
 
 
-def require_buildable(host: str, host_architecture: str, controller_architecture: str) -> None:
-    """Refuse, before any build, to make images on this controller for a host of another architecture."""
+def require_buildable(
+    host: str, host_architecture: str, controller_architecture: str, made_here: str = "images built here"
+) -> None:
+    """Refuse, before any build, to make images (or what they are built from: `made_here`) on this controller for a
+    host of another architecture."""
     if host_architecture == controller_architecture:
         return
     raise StationError(
-        f"{host} is {host_architecture} and this controller is {controller_architecture}: images built here would "
+        f"{host} is {host_architecture} and this controller is {controller_architecture}: {made_here} would "
         f"not run there, and nothing was built or copied",
         f"run station from a {host_architecture} controller: {host} itself (an inventory host with "
         f"ansible_connection: local) or another {host_architecture} machine that reaches it (see docs/gpu-hosts.md)",

@@ -1,4 +1,4 @@
-"""SSH port-forwards to a host's services, which listen on its loopback only."""
+"""SSH port-forwards to a host's services, which listen on its loopback only, and to its Docker engine's socket."""
 
 from __future__ import annotations
 
@@ -42,6 +42,31 @@ class Forward:
     def spec(self) -> str:
         return f"127.0.0.1:{self.port}:{self.remote_address}:{self.remote_port or self.port}"
 
+    def is_open(self) -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", self.port)) == 0
+
+
+@dataclass(frozen=True)
+class SocketForward:
+    """A unix socket of the host's (its Docker engine's) as a unix socket here."""
+
+    service: str
+    local: Path
+    remote: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.local}:{self.remote}"
+
+    def is_open(self) -> bool:
+        with socket.socket(socket.AF_UNIX) as probe:
+            return probe.connect_ex(str(self.local)) == 0
+
+
+# Where Docker's engine listens on a host (dockerd's default, which provisioning keeps)
+DOCKER_SOCKET = "/var/run/docker.sock"
+
 
 def forwards(settings: dict[str, Any]) -> list[Forward]:
     """Each service's port, as the inventory sets it or the role defaults it; 0.0.0.0 is reached on loopback."""
@@ -53,7 +78,7 @@ def forwards(settings: dict[str, Any]) -> list[Forward]:
     return found
 
 
-def ssh_argv(connection: dict[str, Any], chosen: list[Forward] | None = None) -> list[str]:
+def ssh_argv(connection: dict[str, Any], chosen: list[Forward] | list[SocketForward] | None = None) -> list[str]:
     """`ssh -N` with a local forward for each service (all of them unless `chosen`), bound to 127.0.0.1 only."""
     argv = ["ssh", "-N", "-o", "ExitOnForwardFailure=yes", "-p", str(connection["port"])]
     if connection["private_key"]:
@@ -95,29 +120,47 @@ def urls(host: str, console: Console, services: tuple[str, ...] = (API,)) -> Ite
         yield {service: f"http://{forward.remote_address}:{forward.port}" for service, forward in remote.items()}
         return
     local = {service: Forward(service, free_local_port(), f.remote_address, f.port) for service, f in remote.items()}
+    with _forwarding(connection, list(local.values())):
+        yield {service: f"http://127.0.0.1:{forward.port}" for service, forward in local.items()}
+
+
+@contextmanager
+def docker_socket(host: str, console: Console) -> Iterator[str]:
+    """The host's Docker engine through one SSH connection, as the base URL of a unix socket here: the SSH user's
+    own access to it (provisioning puts that user in the docker group)."""
+    connection = describe(host, console)
+    with tempfile.TemporaryDirectory(prefix="station-docker-") as folder:
+        forward = SocketForward("Docker engine", Path(folder) / "docker.sock", DOCKER_SOCKET)
+        with _forwarding(connection, [forward]):
+            yield f"unix://{forward.local}"
+
+
+@contextmanager
+def _forwarding(connection: dict[str, Any], chosen: list[Forward] | list[SocketForward]) -> Iterator[None]:
+    """One `ssh -N` holding these forwards, open before the body runs, closed after."""
     ssh = subprocess.Popen(
-        ssh_argv(connection, list(local.values())),
+        ssh_argv(connection, chosen),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     try:
-        for forward in local.values():
-            _wait_listening(ssh, forward.port)
-        yield {service: f"http://127.0.0.1:{forward.port}" for service, forward in local.items()}
+        for forward in chosen:
+            _wait_open(ssh, forward)
+        yield
     finally:
         ssh.terminate()
         ssh.wait(timeout=10)
 
 
-def _wait_listening(ssh: subprocess.Popen, port: int, timeout_s: float = 30) -> None:
+def _wait_open(ssh: subprocess.Popen, forward: Forward | SocketForward, timeout_s: float = 30) -> None:
+    fix = "check the SSH access (invoke tunnel --print-only shows the ssh command)"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if ssh.poll() is not None:
             error = ssh.stderr.read().decode(errors="replace").strip() if ssh.stderr else ""
-            raise StationError(f"the SSH forward to the API failed: {error}", "check: invoke tunnel --print-only")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            raise StationError(f"the SSH forward to the {forward.service} failed: {error}", fix)
+        if forward.is_open():
+            return
         time.sleep(0.2)
-    raise StationError(f"the SSH forward to the API did not open within {timeout_s:.0f} s", "check the SSH access")
+    raise StationError(f"the SSH forward to the {forward.service} did not open within {timeout_s:.0f} s", fix)

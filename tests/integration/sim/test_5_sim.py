@@ -12,10 +12,11 @@ import tarfile
 
 import pytest
 import requests
+from docker.errors import ImageNotFound
 from rich.console import Console
 
 from station import paths
-from station.deploy import bundle, inventory, keys, platforms, playbook, sim, tunnel
+from station.deploy import bundle, images, inventory, keys, platforms, playbook, sim, tunnel
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
@@ -332,6 +333,46 @@ def test_an_image_of_another_platform_is_refused_by_the_host_before_it_is_loaded
     assert "Nothing was copied" in refused.value.problem
     assert sim_host.run(f"docker image inspect {FOREIGN}").rc != 0
     assert not sim_host.file(f"/var/lib/station/bundle/{entry['file']}").exists
+
+
+HOST_BUILT = f"{LOCAL_IMAGES}vllm-cpu-host-built:0.32.0"
+
+
+@pytest.fixture(scope="module")
+def built_on_sim(deployed_on_sim, tmp_path_factory) -> tuple[Invocation, Invocation, int]:
+    """`invoke check-recipe --host sim` twice, sim building its own images (station_image_builds: host, as a host
+    that reaches a mirror), for a recipe whose engine image sim lacks: vLLM's parser then runs inside it there.
+    Also the bundle manifest's modification time before, which no build on the host may change."""
+    folder = tmp_path_factory.mktemp("built-on-sim")
+    recipe_file = folder / "cpu-smoke-host-built.yml"
+    recipe_file.write_text(f"extends: cpu-smoke\nname: cpu-smoke-host-built\nengine: {{image: {HOST_BUILT}}}\n")
+    env = extra_inventory(folder, {"sim": {"station_image_builds": "host"}})
+    manifest_written = (paths.STATE / "bundle" / "manifest.json").stat().st_mtime_ns
+    first = succeeded(invoke("check-recipe", "--recipe", str(recipe_file), "--host", "sim", env=env))
+    second = succeeded(invoke("check-recipe", "--recipe", str(recipe_file), "--host", "sim", env=env))
+    print(f"build on sim: first check-recipe {first.seconds:.0f} s, second {second.seconds:.0f} s")
+    yield first, second, manifest_written
+    sim_root(f"docker rmi {HOST_BUILT}")
+
+
+def test_a_host_that_builds_its_images_builds_the_engine_with_its_own_docker(built_on_sim, sim_host, docker_client):
+    first, _, manifest_written = built_on_sim
+    assert f"Built {HOST_BUILT} on sim" in first.output and "vLLM on sim accepts every argument" in first.output
+    (inspected,) = json.loads(sim_host.run(f"docker image inspect {HOST_BUILT}").stdout)
+    assert inspected["Config"]["Labels"][images.DIGEST_LABEL] == images.build_digest("vllm-cpu", {})
+    with pytest.raises(ImageNotFound):
+        docker_client.images.get(HOST_BUILT)
+    assert "Saving" not in first.output
+    assert (paths.STATE / "bundle" / "manifest.json").stat().st_mtime_ns == manifest_written
+    log = paths.LOGS / f"build-sim-{HOST_BUILT.replace('/', '_').replace(':', '_')}.log"
+    assert "Step 1/" in log.read_text()
+
+
+def test_images_the_host_has_from_the_same_inputs_are_not_built_again(built_on_sim) -> None:
+    first, second, _ = built_on_sim
+    assert "Building" not in second.output and "Built" not in second.output, second.output
+    router = inventory.host_vars("sim")["station_built_images"]["vllm-router"]
+    assert f"Built {router}" not in first.output  # delivered earlier in the bundle, built from the same inputs
 
 
 UNREACHABLE = 1e6  # output tok/s: a baseline no CPU engine reaches
