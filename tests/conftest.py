@@ -16,7 +16,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from station.bench.records import (  # noqa: E402
     RunRecord,
 )
 from station.bench.telemetry import TelemetrySummary  # noqa: E402
+from station.deploy import inventory  # noqa: E402
 from station.recipes import recipe  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
@@ -165,3 +166,17 @@ def write_recipe(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def inventory_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Set: the shipped inventory with these groups beside it, read afresh by station.deploy.inventory."""
+
+    def add(groups: dict[str, Any]) -> None:
+        extra = tmp_path / "extra-inventory.yml"
+        extra.write_text(yaml.safe_dump(groups))
+        monkeypatch.setenv("ANSIBLE_INVENTORY", f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{extra}")
+        inventory._inventory.cache_clear()
+
+    yield add
+    inventory._inventory.cache_clear()

@@ -15,6 +15,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -53,30 +54,37 @@ def build_digest(folder: str, build_args: dict[str, str]) -> str:
 
 def client() -> docker.DockerClient:
     """A client for the local Docker engine, or a clear error saying how to get one."""
-    try:
-        engine = docker.from_env(timeout=600)
-        engine.ping()
-    except DockerException as exc:
-        raise StationError(
-            f"the Docker engine is not reachable ({exc.__class__.__name__}: {exc})",
-            "install it (Debian/Ubuntu: apt-get install docker.io) and start it "
-            "(systemctl start docker, or `dockerd &` where there is no systemd)",
-        ) from exc
-    return engine
+    return _answering(
+        lambda: docker.from_env(timeout=600),
+        "the Docker engine is not reachable",
+        "install it (Debian/Ubuntu: apt-get install docker.io) and start it "
+        "(systemctl start docker, or `dockerd &` where there is no systemd)",
+    )
 
 
 def host_client(host: str, base_url: str) -> docker.DockerClient:
     """A client for a host's Docker engine at `base_url` (station.deploy.tunnel.docker_socket)."""
+    return _answering(
+        lambda: docker.DockerClient(base_url=base_url, timeout=600),
+        f"the Docker engine on {host} did not answer its SSH user",
+        f"provision {host} (invoke provision --host {host} puts that user in the docker group), or set "
+        f"station_image_builds: controller for it to get its images in the offline bundle instead",
+    )
+
+
+def _answering(connect: Callable[[], docker.DockerClient], problem: str, fix: str) -> docker.DockerClient:
+    """The client `connect` makes, once its engine answers a ping; else `problem` with the error, and `fix`."""
     try:
-        engine = docker.DockerClient(base_url=base_url, timeout=600)
+        engine = connect()
         engine.ping()
     except DockerException as exc:
-        raise StationError(
-            f"the Docker engine on {host} did not answer its SSH user ({exc.__class__.__name__}: {exc})",
-            f"provision {host} (invoke provision --host {host} puts that user in the docker group), or set "
-            f"station_image_builds: controller for it to get its images in the offline bundle instead",
-        ) from exc
+        raise StationError(f"{problem} ({exc.__class__.__name__}: {exc})", fix) from exc
     return engine
+
+
+def build_log(tag: str, host: str = "") -> Path:
+    """Where the controller keeps the log of a build of `tag` (on `host`'s engine, where given)."""
+    return paths.LOGS / f"build-{host + '-' if host else ''}{tag.replace('/', '_').replace(':', '_')}.log"
 
 
 def uses_base(folder: str) -> bool:
@@ -168,7 +176,7 @@ def _build(
 ) -> str:
     """Build from the context archive, showing the step and the time so far; the log stays on this controller."""
     where = f" on {host}" if host else ""
-    log_path = paths.LOGS / f"build-{host + '-' if host else ''}{tag.replace('/', '_').replace(':', '_')}.log"
+    log_path = build_log(tag, host)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}{where}") as status:

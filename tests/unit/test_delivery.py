@@ -5,22 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
-from station import paths
 from station.deploy import delivery, images, inventory, platforms, tunnel
 from station.errors import StationError
 
 
 @pytest.fixture
-def gpu_host(tmp_path, monkeypatch) -> None:
-    """The shipped inventory with dgx01 in a gpu group (a host that reaches a registry), read afresh."""
-    extra = tmp_path / "gpu.yml"
-    extra.write_text(yaml.safe_dump({"gpu": {"hosts": {"dgx01": {}}}}))
-    monkeypatch.setenv("ANSIBLE_INVENTORY", f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{extra}")
-    inventory._inventory.cache_clear()
-    yield
-    inventory._inventory.cache_clear()
+def gpu_host(inventory_with) -> None:
+    """The shipped inventory with dgx01 in a gpu group (a host that reaches a registry)."""
+    inventory_with({"gpu": {"hosts": {"dgx01": {}}}})
 
 
 @pytest.mark.parametrize(("host", "where"), [("dgx01", "host"), ("sim", "controller"), ("sim2", "controller")])

@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from station import paths
 from station.deploy import inventory, sim
 from station.errors import StationError
 
 
 @pytest.fixture(autouse=True)
-def fleet(tmp_path, monkeypatch) -> None:
-    """The shipped inventory and a fleet of two groups, one the other's child, read afresh."""
-    extra = tmp_path / "fleet.yml"
-    extra.write_text(
-        yaml.safe_dump(
-            {
-                "gpu": {"hosts": {"dgx01": {}, "dgx02": {}}, "children": {"spare": {"hosts": {"dgx03": {}}}}},
-                "lab": {"hosts": {"dgx02": {}, "local": {}}},
-            }
-        )
+def fleet(inventory_with) -> None:
+    """The shipped inventory and a fleet of two groups, one the other's child."""
+    inventory_with(
+        {
+            "gpu": {"hosts": {"dgx01": {}, "dgx02": {}}, "children": {"spare": {"hosts": {"dgx03": {}}}}},
+            "lab": {"hosts": {"dgx02": {}, "local": {}}},
+        }
     )
-    monkeypatch.setenv("ANSIBLE_INVENTORY", f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{extra}")
-    inventory._inventory.cache_clear()
-    yield
-    inventory._inventory.cache_clear()
 
 
 @pytest.mark.parametrize(

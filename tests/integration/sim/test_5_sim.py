@@ -364,8 +364,7 @@ def test_a_host_that_builds_its_images_builds_the_engine_with_its_own_docker(bui
         docker_client.images.get(HOST_BUILT)
     assert "Saving" not in first.output
     assert (paths.STATE / "bundle" / "manifest.json").stat().st_mtime_ns == manifest_written
-    log = paths.LOGS / f"build-sim-{HOST_BUILT.replace('/', '_').replace(':', '_')}.log"
-    assert "Step 1/" in log.read_text()
+    assert "Step 1/" in images.build_log(HOST_BUILT, "sim").read_text()
 
 
 def test_images_the_host_has_from_the_same_inputs_are_not_built_again(built_on_sim) -> None:
