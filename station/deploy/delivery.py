@@ -72,17 +72,12 @@ def builds_on(host: str, host_vars: dict[str, Any]) -> str:
 def build_on_host(host: str, builds: Builds, console: Console) -> None:
     """Each image built by the host's own Docker engine: the same build context and inputs digest as a controller
     build (a second deploy reuses it), the progress and the log here, the build cache there (an interrupted build
-    resumes from it). What this controller makes for its own architecture (the Debian base, the pinned wheels) is
-    refused, before any build, for a host of another one."""
+    resumes from it). The host makes its own Debian base and gets the pinned wheels of its architecture, so this
+    controller's architecture does not matter; an image whose lock pins no wheels for the host's is refused before
+    any build."""
     with tunnel.docker_socket(host, console) as url:
         engine = images.host_client(host, url)
-        made_here = sorted({folder for folder, _ in builds.values() if images.made_here(folder)})
-        if made_here:
-            controller = images.client()
-            made_for = f"the Debian base and the pinned wheels that {', '.join(made_here)} are built from here"
-            platforms.require_buildable(host, platforms.of_engine(engine), platforms.of_engine(controller), made_for)
-            if any(images.uses_base(folder) for folder in made_here):
-                images.copy_base(controller, engine, console)
+        images.require_wheels_for(sorted({folder for folder, _ in builds.values()}), platforms.of_engine(engine))
         for tag, (folder, build_args) in builds.items():
             images.ensure(engine, tag, folder, console, build_args, host)
 

@@ -23,12 +23,14 @@ from docker.errors import APIError, DockerException, ImageNotFound
 from rich.console import Console
 
 from station import paths
-from station.deploy import lock, wheelhouse
+from station.deploy import lock, platforms, wheelhouse
 from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 
 BASE_IMAGE = f"{LOCAL_IMAGES}base:bookworm"
 DEBIAN_SUITE = "bookworm"
+FIRST_STAGE = f"{LOCAL_IMAGES}base-first-stage:bookworm"
+SECOND_STAGE = f"FROM {FIRST_STAGE}\nRUN /debootstrap/debootstrap --second-stage\n"
 
 
 DIGEST_LABEL = "io.station.build-digest"
@@ -37,10 +39,18 @@ DIGEST_LABEL = "io.station.build-digest"
 EXTRA_SOURCES: dict[str, list[Path]] = {"vllm-cpu": [paths.ROOT / "station" / "generators" / "tiny_model.py"]}
 
 
-def _add_locked_wheels(folder: str, context: Path) -> None:
-    """The wheels a build folder's requirements.lock pins (so the lock, hashed below, stands for them)."""
-    wheels = wheelhouse.ensure(context / "requirements.lock", paths.CACHE / "wheelhouse" / folder)
+def _add_locked_wheels(folder: str, context: Path, architecture: str) -> None:
+    """The wheels a build folder's requirements.lock pins for the building engine's architecture (so the lock, hashed
+    below, stands for them)."""
+    lock = context / "requirements.lock"
+    wheels = wheelhouse.ensure(lock, wheelhouse.cache(folder, architecture), architecture)
     (context / "wheelhouse").symlink_to(wheels, target_is_directory=True)
+
+
+def lock_of(folder: str) -> Path | None:
+    """docker/<folder>'s requirements.lock, when its build installs pinned wheels."""
+    lock = paths.DOCKER / folder / "requirements.lock"
+    return lock if lock.exists() else None
 
 
 def build_digest(folder: str, build_args: dict[str, str]) -> str:
@@ -92,18 +102,12 @@ def uses_base(folder: str) -> bool:
     return "ARG BASE_IMAGE" in (paths.DOCKER / folder / "Dockerfile").read_text()
 
 
-def made_here(folder: str) -> bool:
-    """True when docker/<folder>'s build reads what this controller makes for its own architecture: the Debian base
-    (debootstrap) or a wheelhouse of pinned wheels."""
-    return uses_base(folder) or (paths.DOCKER / folder / "requirements.lock").exists()
-
-
-def copy_base(controller: docker.DockerClient, engine: docker.DockerClient, console: Console) -> None:
-    """The Debian base on another engine (a host's), as this controller has it: one debootstrap for every host."""
-    base = ensure_base(controller, console)
-    if image_id(engine, BASE_IMAGE) != base:
-        with console.status(f"Copying {BASE_IMAGE} to the host's Docker engine"):
-            engine.images.load(controller.images.get(BASE_IMAGE).save(named=True))
+def require_wheels_for(folders: list[str], architecture: str) -> None:
+    """Refuse, before any build, a folder whose lock pins no wheels for `architecture`."""
+    for folder in folders:
+        lock = lock_of(folder)
+        if lock:
+            wheelhouse.require_architecture(lock, architecture)
 
 
 def image_id(engine: docker.DockerClient, tag: str) -> str | None:
@@ -139,21 +143,17 @@ def _ensure(
     if existing is not None and existing.labels.get(DIGEST_LABEL) == digest:
         return existing.id
     if uses_base(folder):
-        ensure_base(engine, console)
+        ensure_base(engine, console, host)
         build_args = {"BASE_IMAGE": BASE_IMAGE, **build_args}
     with tempfile.TemporaryDirectory(prefix="station-build-") as tmp:
         context = Path(tmp) / "context"
         shutil.copytree(paths.DOCKER / folder, context)
         for source in EXTRA_SOURCES.get(folder, []):
             shutil.copy(source, context / source.name)
-        if (context / "requirements.lock").exists():
+        if lock_of(folder):
             with console.status(f"Preparing the wheels of {tag}"):
-                _add_locked_wheels(folder, context)
-        archive = Path(tmp) / "context.tar"
-        # dereference: the wheelhouse is a link to the shared cache; Docker does not follow links.
-        with tarfile.open(archive, "w", dereference=True) as tar:
-            tar.add(context, arcname=".")
-        built = _build(engine, archive, tag, build_args, {DIGEST_LABEL: digest}, console, host)
+                _add_locked_wheels(folder, context, platforms.of_engine(engine))
+        built = _build(engine, _archive(context), tag, build_args, {DIGEST_LABEL: digest}, console, host)
     if existing is not None and existing.id != built:
         _remove_quietly(engine, existing.id)
     return built
@@ -208,8 +208,9 @@ def _build(
     return built
 
 
-def ensure_base(engine: docker.DockerClient, console: Console) -> str:
-    """The Debian base image, imported from a debootstrap root filesystem when missing."""
+def ensure_base(engine: docker.DockerClient, console: Console, host: str = "") -> str:
+    """The Debian base image on `engine`, made when missing: debootstrapped here for this controller's own engine; for
+    `host`'s engine, in two stages, so that it is native to the host whatever this controller's architecture."""
     existing = image_id(engine, BASE_IMAGE)
     if existing:
         return existing
@@ -219,14 +220,47 @@ def ensure_base(engine: docker.DockerClient, console: Console) -> str:
             "apt-get install debootstrap (the base image is built from Debian's mirror, no registry needed)",
         )
     with tempfile.TemporaryDirectory(prefix="station-rootfs-") as tmp:
-        rootfs, archive = Path(tmp) / "rootfs", Path(tmp) / "rootfs.tar"
-        with console.status(f"Building {BASE_IMAGE} with debootstrap (about 30 s)"):
-            _run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(rootfs)])
-            _run(["tar", "-C", str(rootfs), "-cf", str(archive), "."])
-            repository, tag = BASE_IMAGE.split(":")
-            engine.api.import_image_from_file(str(archive), repository=repository, tag=tag)
-    console.print(f"Built {BASE_IMAGE}")
+        if host:
+            _base_in_two_stages(engine, Path(tmp), console, host)
+        else:
+            with console.status(f"Building {BASE_IMAGE} with debootstrap (about 30 s)"):
+                _import_rootfs(engine, BASE_IMAGE, Path(tmp), ["--variant=minbase"])
+            console.print(f"Built {BASE_IMAGE}")
     return image_id(engine, BASE_IMAGE) or ""
+
+
+def _base_in_two_stages(engine: docker.DockerClient, tmp: Path, console: Console, host: str) -> None:
+    """Debootstrap's first stage here, for the host's architecture (it only unpacks Debian's packages: nothing of the
+    host's architecture runs here), then its second stage built by the host's own engine, which runs it natively."""
+    architecture = platforms.of_engine(engine)
+    with console.status(f"Unpacking Debian {DEBIAN_SUITE} for {architecture} (debootstrap's first stage)"):
+        options = ["--foreign", f"--arch={platforms.debian(architecture)}", "--variant=minbase"]
+        _import_rootfs(engine, FIRST_STAGE, tmp, options)
+    context = tmp / "second-stage"
+    context.mkdir()
+    (context / "Dockerfile").write_text(SECOND_STAGE)
+    try:
+        _build(engine, _archive(context), BASE_IMAGE, {}, {}, console, host)
+    finally:
+        _remove_quietly(engine, FIRST_STAGE)
+
+
+def _import_rootfs(engine: docker.DockerClient, tag: str, tmp: Path, options: list[str]) -> None:
+    """`tag` on `engine`, imported from a root filesystem debootstrap makes here with `options`."""
+    rootfs, archive = tmp / "rootfs", tmp / "rootfs.tar"
+    _run(["debootstrap", *options, DEBIAN_SUITE, str(rootfs)])
+    _run(["tar", "-C", str(rootfs), "-cf", str(archive), "."])
+    repository, version = tag.split(":")
+    engine.api.import_image_from_file(str(archive), repository=repository, tag=version)
+
+
+def _archive(context: Path) -> Path:
+    """A build context as one tar beside it, links followed (the wheelhouse links to the shared cache; Docker does
+    not follow links)."""
+    archive = context.with_suffix(".tar")
+    with tarfile.open(archive, "w", dereference=True) as tar:
+        tar.add(context, arcname=".")
+    return archive
 
 
 def _run(cmd: list[str]) -> None:

@@ -1,6 +1,6 @@
 """CPU architectures of the controller, a host and an image, in one spelling (x86_64, aarch64).
 
-The controller builds the images a host without a registry needs, for its own
+The controller builds the images of an offline host's bundle for its own
 architecture only: `require_buildable` stops a deploy or a bundle for a host of
 another one before anything is built, with the ways out; `require_image_for`
 refuses an image of the wrong platform before it is saved for a host.
@@ -24,6 +24,11 @@ def canonical(architecture: str) -> str:
     return ALIASES.get(architecture, architecture)
 
 
+def debian(architecture: str) -> str:
+    """Debian's name for an architecture (debootstrap's --arch): amd64, arm64."""
+    return {canonical: debian for debian, canonical in ALIASES.items()}.get(architecture, architecture)
+
+
 def of_engine(engine: docker.DockerClient) -> str:
     """The architecture a Docker engine builds for (the controller's, when it is the controller's engine)."""
     return canonical(engine.info()["Architecture"])
@@ -40,15 +45,12 @@ def of_host(host: str, console: Console) -> str:
     return canonical(str(result.handed_by(host, "preflight_architecture")))
 
 
-def require_buildable(
-    host: str, host_architecture: str, controller_architecture: str, made_here: str = "images built here"
-) -> None:
-    """Refuse, before any build, to make images (or what they are built from: `made_here`) on this controller for a
-    host of another architecture."""
+def require_buildable(host: str, host_architecture: str, controller_architecture: str) -> None:
+    """Refuse, before any build, to make images on this controller for a host of another architecture."""
     if host_architecture == controller_architecture:
         return
     raise StationError(
-        f"{host} is {host_architecture} and this controller is {controller_architecture}: {made_here} would "
+        f"{host} is {host_architecture} and this controller is {controller_architecture}: images built here would "
         f"not run there, and nothing was built or copied",
         f"run station from a {host_architecture} controller: {host} itself (an inventory host with "
         f"ansible_connection: local) or another {host_architecture} machine that reaches it (see docs/gpu-hosts.md)",

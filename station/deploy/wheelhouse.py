@@ -1,83 +1,115 @@
-"""Hash-pinned wheelhouses: how engine images are built without a package index.
+"""Hash-pinned wheelhouses: how images are built without a package index.
 
-A lock file lists every wheel as `name==version --hash=sha256:...`. The same
-folder of wheels builds the CPU engine image here and installs vLLM on an
-air-gapped host.
+A lock file lists every requirement as `name==version --hash=sha256:...`, one
+hash for each architecture's wheel where they differ (pip accepts any of them),
+and names the architectures it covers in its header. The wheels of one
+architecture are kept in a folder of their own; the same folder builds an image
+for a host of that architecture and installs vLLM on an air-gapped host.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from station import paths
 from station.errors import StationError
 
-# The engine images run Debian 12's CPython 3.11 (glibc 2.36) on x86_64. Name its
-# tags in pip's own order of preference, so any controller picks the same files.
+ARCHITECTURES = ("x86_64", "aarch64")
+# The images run Debian 12's CPython 3.11 (glibc 2.36). Name its tags in pip's own order of preference, so any
+# controller picks the same files for an architecture.
 GLIBC_MINORS = range(36, 16, -1)
-PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in GLIBC_MINORS] + ["manylinux2014_x86_64", "linux_x86_64"]
-TARGET = ["--python-version", "3.11", "--implementation", "cp", *(f"--platform={tag}" for tag in PLATFORMS)]
+COVERS = re.compile(r"^# architectures: (.+)$", re.MULTILINE)
+PIN = re.compile(r"^(\S+==\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)\s*$")
 
 
-def locked_files(lock: Path) -> dict[str, str]:
-    """Map of requirement (`name==version`) to sha256 from a lock file."""
+def target(architecture: str) -> list[str]:
+    """pip's options that choose the wheels Debian 12's CPython 3.11 installs on `architecture`."""
+    platforms = [f"manylinux_2_{minor}_{architecture}" for minor in GLIBC_MINORS]
+    platforms += [f"manylinux2014_{architecture}", f"linux_{architecture}"]
+    return ["--python-version", "3.11", "--implementation", "cp", *(f"--platform={tag}" for tag in platforms)]
+
+
+def cache(folder: str, architecture: str) -> Path:
+    """Where this controller keeps the wheels docker/<folder>'s lock pins, for one architecture."""
+    return paths.CACHE / "wheelhouse" / architecture / folder
+
+
+def locked_files(lock: Path) -> dict[str, set[str]]:
+    """Map of requirement (`name==version`) to the sha256 of each of its wheels, from a lock file."""
     pins = {}
     for line in lock.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
-            requirement, _, digest = line.partition(" --hash=sha256:")
-            pins[requirement.strip()] = digest.strip()
+            matched = PIN.match(line)
+            if not matched:
+                raise StationError(f"{lock}: cannot read {line!r}", "regenerate the lock with write_lock")
+            pins[matched[1]] = set(re.findall(r"[0-9a-f]{64}", matched[2]))
     return pins
 
 
+def covers(lock: Path) -> list[str]:
+    """The architectures the lock has a wheel of every requirement for (its `# architectures:` line)."""
+    found = COVERS.search(lock.read_text())
+    return found[1].split() if found else []
+
+
+def require_architecture(lock: Path, architecture: str) -> None:
+    """Refuse, before any download or build, an architecture the lock has no wheels for."""
+    locked = covers(lock)
+    if architecture not in locked:
+        raise StationError(
+            f"{lock.relative_to(paths.ROOT) if lock.is_relative_to(paths.ROOT) else lock} pins wheels for "
+            f"{', '.join(locked) or 'no architecture'}, not {architecture}: nothing was downloaded or built",
+            f"add {architecture}'s wheels to it (the lock's own header says how), or serve from a host of "
+            f"{' or '.join(locked) or 'another architecture'}",
+        )
+
+
 def is_complete(lock: Path, folder: Path) -> bool:
-    """True when the folder holds a wheel with the locked hash for every pin."""
+    """True when the folder holds a wheel with a locked hash for every pin."""
     if not folder.is_dir():
         return False
     present = {sha256(wheel) for wheel in folder.glob("*.whl")}
-    return set(locked_files(lock).values()) <= present
+    return all(hashes & present for hashes in locked_files(lock).values())
 
 
-def download(lock: Path, folder: Path) -> None:
-    """Fetch exactly the locked wheels (hash-checked by pip) into folder."""
+def download(lock: Path, folder: Path, architecture: str) -> None:
+    """Fetch exactly the locked wheels of `architecture` (hash-checked by pip) into folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--require-hashes",
-        *TARGET,
-        "-r",
-        str(lock),
-        "-d",
-        str(folder),
-    ]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes"]
+    cmd += [*target(architecture), "-r", str(lock), "-d", str(folder)]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise StationError(
-            f"could not download the wheels pinned in {lock}:\n{result.stderr[-2000:]}",
+            f"could not download the {architecture} wheels pinned in {lock}:\n{result.stderr[-2000:]}",
             "check access to PyPI (torch +cpu builds come from https://download.pytorch.org/whl/cpu: "
             "set PIP_EXTRA_INDEX_URL), or copy a wheelhouse built elsewhere into " + str(folder),
         )
 
 
-def ensure(lock: Path, folder: Path) -> Path:
+def ensure(lock: Path, folder: Path, architecture: str) -> Path:
+    """The folder, holding every wheel the lock pins for `architecture` (downloaded when one is missing)."""
+    require_architecture(lock, architecture)
     if not is_complete(lock, folder):
-        download(lock, folder)
+        download(lock, folder, architecture)
     return folder
 
 
-def write_lock(folder: Path, lock: Path, header: str) -> None:
-    """Record every wheel in folder with its hash (maintainers, after `pip download`)."""
-    lines = [f"# {line}" for line in header.splitlines()]
-    for wheel in sorted(folder.glob("*.whl"), key=lambda p: p.name.lower()):
-        name, version = wheel.name.split("-")[:2]
-        lines.append(f"{name.lower().replace('_', '-')}=={version} --hash=sha256:{sha256(wheel)}")
+def write_lock(folders: dict[str, Path], lock: Path, header: str) -> None:
+    """Record the wheels of each architecture's folder with their hashes (maintainers, after `pip download` with
+    `target(architecture)` into one folder per architecture)."""
+    hashes: dict[str, set[str]] = {}
+    for folder in folders.values():
+        for wheel in folder.glob("*.whl"):
+            name, version = wheel.name.split("-")[:2]
+            hashes.setdefault(f"{name.lower().replace('_', '-')}=={version}", set()).add(sha256(wheel))
+    lines = [f"# {line}" for line in header.splitlines()] + [f"# architectures: {' '.join(folders)}"]
+    for requirement in sorted(hashes):
+        lines.append(" ".join([requirement, *(f"--hash=sha256:{digest}" for digest in sorted(hashes[requirement]))]))
     lock.write_text("\n".join(lines) + "\n")
 
 

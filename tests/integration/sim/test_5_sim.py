@@ -367,6 +367,18 @@ def test_a_host_that_builds_its_images_builds_the_engine_with_its_own_docker(bui
     assert "Step 1/" in images.build_log(HOST_BUILT, "sim").read_text()
 
 
+def test_a_host_that_builds_its_images_makes_its_own_debian_base(built_on_sim, sim_host, docker_client) -> None:
+    """The second stage of debootstrap ran on sim's own engine (as a DGX Station's arm64 engine runs it), from the
+    first stage unpacked here for sim's architecture; the base is sim's own, not this controller's copied over."""
+    first, _, _ = built_on_sim
+    assert "debootstrap's first stage" in first.output and f"Built {images.BASE_IMAGE} on sim" in first.output
+    (base,) = json.loads(sim_host.run(f"docker image inspect {images.BASE_IMAGE}").stdout)
+    assert base["Id"] != docker_client.images.get(images.BASE_IMAGE).id
+    assert platforms.canonical(base["Architecture"]) == platforms.canonical(sim_host.system_info.arch)
+    assert sim_host.run(f"docker image inspect {images.FIRST_STAGE}").rc != 0
+    assert "--second-stage" in images.build_log(images.BASE_IMAGE, "sim").read_text()
+
+
 def test_images_the_host_has_from_the_same_inputs_are_not_built_again(built_on_sim) -> None:
     first, second, _ = built_on_sim
     assert "Building" not in second.output and "Built" not in second.output, second.output
