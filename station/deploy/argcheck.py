@@ -43,17 +43,21 @@ class Verdict:
         return f"{self.label}: {flag}{self.error}{near}"
 
 
+def release(recipe: Recipe) -> str:
+    """The vLLM release (major.minor) a recipe pins."""
+    return ".".join(recipe.engine.vllm_version.split(".")[:2])
+
+
 def parser_image(engine: docker.DockerClient, recipe: Recipe, console: Console) -> str:
     """The recipe's own image when it is here; else a local build of the same vLLM release."""
     if images.image_id(engine, recipe.engine.image):
         return recipe.engine.image
-    release = ".".join(recipe.engine.vllm_version.split(".")[:2])
-    if release not in PARSER_IMAGES:
+    if release(recipe) not in PARSER_IMAGES:
         raise StationError(
             f"no local image holds the parser of vLLM {recipe.engine.vllm_version}",
             f"check it on the host: invoke check-recipe --host H (checkable here: {', '.join(PARSER_IMAGES)})",
         )
-    tag, folder = PARSER_IMAGES[release]
+    tag, folder = PARSER_IMAGES[release(recipe)]
     images.ensure(engine, tag, folder, console)
     return tag
 

@@ -64,6 +64,23 @@ def test_gb300_is_a_pinned_source_build_with_its_version(gb300) -> None:
     assert engine.container.gpus and engine.container.gpu_memory_gib > 0
 
 
+RELEASE = f"{GB300}-release"
+
+
+def test_the_release_variant_changes_only_the_engine_and_names_where_the_figures_came_from(gb300) -> None:
+    """The fast path pulls vLLM's release image by digest instead of building the nightly: every step's flags and
+    environment are the measured ladder's, and each published figure says it was measured on the nightly."""
+    release = recipe.load_ladder(RELEASE)
+    for index in range(len(gb300.steps)):
+        built, pulled = gb300.recipe(index), release.recipe(index)
+        assert (pulled.engine.args, pulled.engine.env) == (built.engine.args, built.engine.env)
+        assert pulled.engine.build is None and pulled.engine.build_args == {}
+        assert pulled.engine.image.startswith(f"vllm/vllm-openai:v{pulled.engine.vllm_version}@sha256:")
+        assert release.published(index) == gb300.published(index)
+        if pulled.reference:
+            assert f"nightly vLLM {built.engine.vllm_version}, not on this release" in pulled.reference.source
+
+
 @pytest.mark.parametrize("variant", ["nemotron-3.5-super-vl-h100-h200", "nemotron-3.5-super-vl-b200"])
 def test_variants_are_unmeasured_and_show_no_published_figure(variant: str) -> None:
     ladder = recipe.load_ladder(variant)
@@ -122,7 +139,7 @@ def test_labelled_recipes_name_each_step() -> None:
     assert [label for label, _ in recipe.load_labelled("cpu-smoke")] == ["cpu-smoke"]
 
 
-@pytest.mark.parametrize("name", [GB300, "nemotron-3.5-super-vl-h100-h200", "nemotron-3.5-super-vl-b200"])
+@pytest.mark.parametrize("name", [GB300, RELEASE, "nemotron-3.5-super-vl-h100-h200", "nemotron-3.5-super-vl-b200"])
 def test_every_nemotron_step_serves_agents_with_vllms_nemotron_parsers(name: str) -> None:
     ladder = recipe.load_ladder(name)
     for index in range(len(ladder.steps)):
