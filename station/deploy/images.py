@@ -42,8 +42,8 @@ EXTRA_SOURCES: dict[str, list[Path]] = {"vllm-cpu": [paths.ROOT / "station" / "g
 def _add_locked_wheels(folder: str, context: Path, architecture: str) -> None:
     """The wheels a build folder's requirements.lock pins for the building engine's architecture (so the lock, hashed
     below, stands for them)."""
-    lock = context / "requirements.lock"
-    wheels = wheelhouse.ensure(lock, wheelhouse.cache(folder, architecture), architecture)
+    with lock.wheels():
+        wheels = wheelhouse.ensure(context / "requirements.lock", wheelhouse.cache(folder, architecture), architecture)
     (context / "wheelhouse").symlink_to(wheels, target_is_directory=True)
 
 
@@ -126,9 +126,9 @@ def ensure(
     host: str = "",
 ) -> str:
     """The id of image `tag` on `engine` (this controller's, or `host`'s own), built from docker/<folder> when
-    missing or built from other inputs; one build at a time from this controller (a second command building the
-    same image waits, then finds it built)."""
-    with lock.builds():
+    missing or built from other inputs. One build at a time on this controller's engine (a second command building
+    the same image waits, then finds it built); a host's engine is its command's alone (the host lock)."""
+    with contextlib.nullcontext() if host else lock.builds():
         return _ensure(engine, tag, folder, console, build_args or {}, host)
 
 

@@ -7,8 +7,10 @@ it, for the error the next command prints. The same claim (a Holder) goes to the
 host with every playbook the command runs (ansible/playbooks/lock.yml), so a
 command from another controller is refused there too; the command frees it when
 it ends (tasks.py). Commands for two hosts may run at once, but they share the
-controller's Docker engine and caches: the build lock makes the second wait
-while the first builds, then find the image built.
+controller's Docker engine and wheel cache: the build lock makes the second
+wait while the first builds on this engine, then find the image built, and the
+wheel lock lets one at a time fill the cache (hosts that build their own images
+build side by side).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,10 +36,20 @@ def _file(name: str) -> Path:
     return path
 
 
+def builds() -> AbstractContextManager[None]:
+    """Hold the build lock of this controller's Docker engine while the block runs, waiting while another command
+    holds it."""
+    return _controller("builds")
+
+
+def wheels() -> AbstractContextManager[None]:
+    """Hold the lock of this controller's wheel cache (filled for any engine's build, and for the bundle)."""
+    return _controller("wheels")
+
+
 @contextmanager
-def builds() -> Iterator[None]:
-    """Hold the controller's build lock while the block runs, waiting while another command holds it."""
-    with _file("controller/builds").open("a") as handle:  # a folder no host name can be
+def _controller(name: str) -> Iterator[None]:
+    with _file(f"controller/{name}").open("a") as handle:  # a folder no host name can be
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

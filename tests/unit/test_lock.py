@@ -82,6 +82,22 @@ def test_a_second_build_waits_for_the_first_to_finish() -> None:
     assert order == ["first builds", "first done", "second builds"]
 
 
+def test_the_wheel_cache_is_not_held_by_a_build_on_this_controller_s_engine() -> None:
+    """A host building its own images takes the wheel lock only: it does not wait for a build here, nor for another
+    host's build."""
+    taken = threading.Event()
+
+    def fill_the_cache() -> None:
+        with lock.wheels():
+            taken.set()
+
+    with lock.builds():
+        thread = threading.Thread(target=fill_the_cache)
+        thread.start()
+        assert taken.wait(5)
+    thread.join(5)
+
+
 def _host_side():
     return ansible_module("library/station_lock.py")
 
