@@ -232,10 +232,14 @@ def ensure_base(engine: docker.DockerClient, console: Console, host: str = "") -
 def _base_in_two_stages(engine: docker.DockerClient, tmp: Path, console: Console, host: str) -> None:
     """Debootstrap's first stage here, for the host's architecture (it only unpacks Debian's packages: nothing of the
     host's architecture runs here), then its second stage built by the host's own engine, which runs it natively."""
-    architecture = platforms.of_engine(engine)
+    architecture, started = platforms.of_engine(engine), time.monotonic()
     with console.status(f"Unpacking Debian {DEBIAN_SUITE} for {architecture} (debootstrap's first stage)"):
         options = ["--foreign", f"--arch={platforms.debian(architecture)}", "--variant=minbase"]
         _import_rootfs(engine, FIRST_STAGE, tmp, options)
+    console.print(
+        f"Unpacked Debian {DEBIAN_SUITE} for {architecture} here in {time.monotonic() - started:.0f} s "
+        f"(debootstrap's first stage); {host} runs the second"
+    )
     context = tmp / "second-stage"
     context.mkdir()
     (context / "Dockerfile").write_text(SECOND_STAGE)

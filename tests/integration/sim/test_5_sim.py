@@ -335,31 +335,31 @@ def test_an_image_of_another_platform_is_refused_by_the_host_before_it_is_loaded
     assert not sim_host.file(f"/var/lib/station/bundle/{entry['file']}").exists
 
 
-HOST_BUILT = f"{LOCAL_IMAGES}vllm-cpu-host-built:0.32.0"
+HOST_BUILT = f"{LOCAL_IMAGES}vllm-router-host-built:0.1.17"
 
 
 @pytest.fixture(scope="module")
 def built_on_sim(deployed_on_sim, tmp_path_factory) -> tuple[Invocation, Invocation, int]:
     """`invoke check-recipe --host sim` twice, sim building its own images (station_image_builds: host, as a host
-    that reaches a mirror), for a recipe whose engine image sim lacks: vLLM's parser then runs inside it there.
-    Also the bundle manifest's modification time before, which no build on the host may change."""
+    that reaches a mirror) with a router image under a name sim lacks: the image a DGX Station builds itself, from a
+    Debian base of its own and the wheels of its architecture. Also the bundle manifest's modification time before,
+    which no build on the host may change."""
     folder = tmp_path_factory.mktemp("built-on-sim")
-    recipe_file = folder / "cpu-smoke-host-built.yml"
-    recipe_file.write_text(f"extends: cpu-smoke\nname: cpu-smoke-host-built\nengine: {{image: {HOST_BUILT}}}\n")
-    env = extra_inventory(folder, {"sim": {"station_image_builds": "host"}})
+    own_router = {"station_image_builds": "host", "station_built_images": {"vllm-router": HOST_BUILT}}
+    env = extra_inventory(folder, {"sim": own_router})
     manifest_written = (paths.STATE / "bundle" / "manifest.json").stat().st_mtime_ns
-    first = succeeded(invoke("check-recipe", "--recipe", str(recipe_file), "--host", "sim", env=env))
-    second = succeeded(invoke("check-recipe", "--recipe", str(recipe_file), "--host", "sim", env=env))
+    first = succeeded(invoke("check-recipe", "--host", "sim", env=env))
+    second = succeeded(invoke("check-recipe", "--host", "sim", env=env))
     print(f"build on sim: first check-recipe {first.seconds:.0f} s, second {second.seconds:.0f} s")
     yield first, second, manifest_written
     sim_root(f"docker rmi {HOST_BUILT}")
 
 
-def test_a_host_that_builds_its_images_builds_the_engine_with_its_own_docker(built_on_sim, sim_host, docker_client):
+def test_a_host_that_builds_its_images_builds_them_with_its_own_docker(built_on_sim, sim_host, docker_client):
     first, _, manifest_written = built_on_sim
     assert f"Built {HOST_BUILT} on sim" in first.output and "vLLM on sim accepts every argument" in first.output
     (inspected,) = json.loads(sim_host.run(f"docker image inspect {HOST_BUILT}").stdout)
-    assert inspected["Config"]["Labels"][images.DIGEST_LABEL] == images.build_digest("vllm-cpu", {})
+    assert inspected["Config"]["Labels"][images.DIGEST_LABEL] == images.build_digest("vllm-router", {})
     with pytest.raises(ImageNotFound):
         docker_client.images.get(HOST_BUILT)
     assert "Saving" not in first.output
@@ -371,19 +371,20 @@ def test_a_host_that_builds_its_images_makes_its_own_debian_base(built_on_sim, s
     """The second stage of debootstrap ran on sim's own engine (as a DGX Station's arm64 engine runs it), from the
     first stage unpacked here for sim's architecture; the base is sim's own, not this controller's copied over."""
     first, _, _ = built_on_sim
-    assert "debootstrap's first stage" in first.output and f"Built {images.BASE_IMAGE} on sim" in first.output
+    architecture = platforms.canonical(sim_host.system_info.arch)
+    assert f"Unpacked Debian {images.DEBIAN_SUITE} for {architecture} here" in first.output
+    assert f"Built {images.BASE_IMAGE} on sim" in first.output
     (base,) = json.loads(sim_host.run(f"docker image inspect {images.BASE_IMAGE}").stdout)
     assert base["Id"] != docker_client.images.get(images.BASE_IMAGE).id
-    assert platforms.canonical(base["Architecture"]) == platforms.canonical(sim_host.system_info.arch)
+    assert platforms.canonical(base["Architecture"]) == architecture
     assert sim_host.run(f"docker image inspect {images.FIRST_STAGE}").rc != 0
     assert "--second-stage" in images.build_log(images.BASE_IMAGE, "sim").read_text()
 
 
-def test_images_the_host_has_from_the_same_inputs_are_not_built_again(built_on_sim) -> None:
+def test_images_the_host_has_from_the_same_inputs_are_not_built_again(built_on_sim, smoke) -> None:
     first, second, _ = built_on_sim
     assert "Building" not in second.output and "Built" not in second.output, second.output
-    router = inventory.host_vars("sim")["station_built_images"]["vllm-router"]
-    assert f"Built {router}" not in first.output  # delivered earlier in the bundle, built from the same inputs
+    assert f"Built {smoke.engine.image}" not in first.output  # delivered earlier in the bundle, from the same inputs
 
 
 UNREACHABLE = 1e6  # output tok/s: a baseline no CPU engine reaches
