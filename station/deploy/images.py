@@ -1,8 +1,9 @@
-"""Build the images that hosts without a container registry need, with the Docker SDK.
+"""Build the images station makes (on this controller's Docker engine or a host's), with the Docker SDK.
 
 Everything is built FROM a Debian base imported from a debootstrap root
-filesystem, so no registry is ever contacted. The tag carries the pinned
-version; a label carries a digest of what the build reads, so an image is
+filesystem, so no registry is ever contacted; a host's engine completes its own
+base from a first stage unpacked here for its architecture. The tag carries the
+pinned version; a label carries a digest of what the build reads, so an image is
 rebuilt when its Dockerfile or inputs change and reused otherwise.
 """
 
