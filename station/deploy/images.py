@@ -40,18 +40,18 @@ DIGEST_LABEL = "io.station.build-digest"
 EXTRA_SOURCES: dict[str, list[Path]] = {"vllm-cpu": [paths.ROOT / "station" / "generators" / "tiny_model.py"]}
 
 
-def _add_locked_wheels(folder: str, context: Path, architecture: str) -> None:
-    """The wheels a build folder's requirements.lock pins for the building engine's architecture (so the lock, hashed
+def _add_locked_wheels(folder: str, pins: Path, context: Path, architecture: str) -> None:
+    """The wheels a build folder's lock (`pins`) pins for the building engine's architecture (so the lock, hashed
     below, stands for them)."""
     with lock.wheels():
-        wheels = wheelhouse.ensure(context / "requirements.lock", wheelhouse.cache(folder, architecture), architecture)
+        wheels = wheelhouse.ensure(pins, wheelhouse.cache(folder, architecture), architecture)
     (context / "wheelhouse").symlink_to(wheels, target_is_directory=True)
 
 
 def lock_of(folder: str) -> Path | None:
     """docker/<folder>'s requirements.lock, when its build installs pinned wheels."""
-    lock = paths.DOCKER / folder / "requirements.lock"
-    return lock if lock.exists() else None
+    pins = paths.DOCKER / folder / "requirements.lock"
+    return pins if pins.exists() else None
 
 
 def build_digest(folder: str, build_args: dict[str, str]) -> str:
@@ -106,9 +106,9 @@ def uses_base(folder: str) -> bool:
 def require_wheels_for(folders: list[str], architecture: str) -> None:
     """Refuse, before any build, a folder whose lock pins no wheels for `architecture`."""
     for folder in folders:
-        lock = lock_of(folder)
-        if lock:
-            wheelhouse.require_architecture(lock, architecture)
+        pins = lock_of(folder)
+        if pins:
+            wheelhouse.require_architecture(pins, architecture)
 
 
 def image_id(engine: docker.DockerClient, tag: str) -> str | None:
@@ -151,9 +151,10 @@ def _ensure(
         shutil.copytree(paths.DOCKER / folder, context)
         for source in EXTRA_SOURCES.get(folder, []):
             shutil.copy(source, context / source.name)
-        if lock_of(folder):
+        pins = lock_of(folder)
+        if pins:
             with console.status(f"Preparing the wheels of {tag}"):
-                _add_locked_wheels(folder, context, platforms.of_engine(engine))
+                _add_locked_wheels(folder, pins, context, platforms.of_engine(engine))
         built = _build(engine, _archive(context), tag, build_args, {DIGEST_LABEL: digest}, console, host)
     if existing is not None and existing.id != built:
         _remove_quietly(engine, existing.id)
