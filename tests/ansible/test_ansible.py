@@ -193,6 +193,18 @@ def test_local_address_of_a_bind_address(bind: str, local: str) -> None:
     assert _filters().local_address(bind) == local
 
 
+def test_an_argument_list_is_recorded_for_its_image_whatever_its_label() -> None:
+    """A ladder's check names its steps differently from the deploys that run them: they share one record each."""
+    argv = ["--model", "m", "--dtype", "float32"]
+    checked = [{"label": "cpu-ladder step 4", "argv": argv}, {"label": "step 0", "argv": ["--model", "m"]}]
+    deployed = [{"label": "cpu-ladder-step4", "argv": argv}]
+    records = _filters().argcheck_records
+    (step4, step0), (deploy,) = records(checked, "sha256:a", "parser"), records(deployed, "sha256:a", "parser")
+    assert deploy == {"check": deployed[0], "record": step4["record"]} and step0["record"] != step4["record"]
+    assert records(deployed, "sha256:b", "parser")[0]["record"] != deploy["record"]  # another image's vLLM
+    assert records(deployed, "sha256:a", "parser 2")[0]["record"] != deploy["record"]  # another check
+
+
 def test_container_summary_leaves_the_environment_out() -> None:
     found = {
         "item": "station-vllm",

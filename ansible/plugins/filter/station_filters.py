@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from hashlib import sha256
 from typing import Any
 
 WILDCARDS = {"0.0.0.0", "::", ""}
@@ -68,6 +69,15 @@ def extend_argv(checks: list[dict[str, Any]], extra: list[Any]) -> list[dict[str
     return [check | {"argv": [*check["argv"], *(str(arg) for arg in extra)]} for check in checks]
 
 
+def argcheck_records(checks: list[dict[str, Any]], image_id: str, parser_source: str) -> list[dict[str, Any]]:
+    """Each argument-list check with the name of the file that records one image's parser accepting its argv. The label
+    is not part of it: a ladder's check-recipe and its steps' deploys share their records."""
+    return [
+        {"check": check, "record": sha256((image_id + json.dumps(check["argv"]) + parser_source).encode()).hexdigest()}
+        for check in checks
+    ]
+
+
 RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -109,5 +119,6 @@ class FilterModule:
             "station_prometheus_labels": prometheus_labels,
             "station_json_object": json_object,
             "station_extend_argv": extend_argv,
+            "station_argcheck_records": argcheck_records,
             "station_security_findings": security_findings,
         }
