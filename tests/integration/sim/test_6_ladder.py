@@ -1,5 +1,5 @@
-"""`invoke ladder` end to end on the CPU engine of the simulated host, interrupted after one step and resumed; the
-GB300 flags checked.
+"""`invoke ladder` end to end on the CPU engine of the simulated host, interrupted after one step and resumed (the
+shipped ladders' flags are checked on the controller, in local/test_3_parsers.py).
 
 The ladder runs on `sim`, reached over SSH as a GPU host is, while the local
 host's tests run beside it. It is the slowest test: an engine start and a
@@ -20,31 +20,10 @@ import pytest
 
 from station import paths
 from station.bench import ladder
-from station.deploy import argcheck
-from station.recipes import recipe
 from tests.integration.conftest import CLI_ENV, Invocation, cli, invoke, succeeded, wait_for
 
 HOST = "sim"
 STEPS = "0,4"
-SHIPPED_LADDERS = [name for name in recipe.available() if name.startswith("nemotron-")]
-# vLLM releases whose parser this controller holds (a CPU build of the same release); others are checked on the host.
-CHECKABLE_HERE = [name for name in SHIPPED_LADDERS if argcheck.release(recipe.load(name)) in argcheck.PARSER_IMAGES]
-
-
-@pytest.mark.parametrize("name", CHECKABLE_HERE)
-def test_every_nemotron_step_parses_with_the_pinned_vllm_parser(name: str) -> None:
-    run = succeeded(invoke("check-recipe", "--recipe", name))
-    steps = len(recipe.load_ladder(name).steps)
-    assert run.output.count("  ok  step ") == steps, run.output
-    assert "accepts every argument" in run.output
-
-
-@pytest.mark.parametrize("name", sorted(set(SHIPPED_LADDERS) - set(CHECKABLE_HERE)))
-def test_a_ladder_of_a_release_with_no_parser_here_is_sent_to_its_host(name: str) -> None:
-    refused = invoke("check-recipe", "--recipe", name)
-    assert refused.returncode == 1, refused.output
-    assert f"no local image holds the parser of vLLM {recipe.load(name).engine.vllm_version}" in refused.output
-    assert "invoke check-recipe --host H" in refused.output and "Traceback" not in refused.output
 
 
 def _newest_state(started_after: set) -> ladder.LadderRun | None:

@@ -10,7 +10,6 @@ verdict to say.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 
@@ -18,10 +17,9 @@ import pytest
 import yaml
 from rich.console import Console
 
-from station.deploy import argcheck, keys, tunnel
+from station.deploy import keys, tunnel
 from station.recipes import profiles, recipe
 from station.tune import search
-from station.tune import space as spaces
 from tests.integration.conftest import SCRAPE_S, Invocation, StreamingClients, invoke, succeeded
 from tests.integration.sim.conftest import sim_container_id, sim_router_workers
 
@@ -130,18 +128,3 @@ def test_a_tune_from_a_recipe_the_host_does_not_run_is_refused_before_any_trial(
     run = invoke("tune", "--host", HOST, "--recipe", "cpu-ladder", "--space", "cpu-agentic", "--profile", "agentic-cpu")
     assert run.returncode == 1, run.output
     assert f"the live engine on {HOST} runs recipe cpu-smoke" in run.output and "Trial 1" not in run.output
-
-
-@pytest.mark.parametrize(
-    ("space_name", "base"), [("cpu-agentic", "cpu-smoke"), ("gpu-agentic", "nemotron-3.5-super-vl-gb300")]
-)
-def test_every_configuration_of_a_shipped_space_parses_with_the_pinned_vllm(space_name, base) -> None:
-    searched = spaces.load(space_name)
-    names = list(searched.flags)
-    grid = itertools.product(*(searched.flags[name].choices for name in names))
-    labelled = [
-        (f"{space_name} {index}", spaces.candidate(recipe.load(base), dict(zip(names, values, strict=True)), "c"))
-        for index, values in enumerate(grid)
-    ]
-    _, verdicts = argcheck.check(labelled, Console(quiet=True))
-    assert [v.describe() for v in verdicts if not v.ok] == []
