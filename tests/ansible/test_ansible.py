@@ -342,3 +342,20 @@ def test_only_reported_components_that_predate_their_fix_are_findings() -> None:
              {"name": "crun", "component": "crun", "fixed": ["1.0.0"], "fixes": "z"}]  # fmt: skip
     found = _filters().security_findings({"Engine": "28.5.0", "runc": "1.1.5"}, fixes)
     assert found == [fixes[0] | {"version": "1.1.5"}]
+
+
+@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, True), ("linear", False)])
+def test_tasks_run_in_one_interpreter_per_host_unless_mitogen_is_ruled_out(
+    tmp_path, monkeypatch, strategy, one_interpreter
+) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    if strategy:
+        monkeypatch.setenv(playbook.STRATEGY_ENV, strategy)
+    try:
+        playbook.run_file(FIXTURES / "playbooks" / "interpreter.yml", "local", {}, Console(record=True))
+    except StationError as error:
+        assert not one_interpreter, error.problem
+        assert "two interpreters" in error.problem
+    else:
+        assert one_interpreter, "Ansible's own strategy started one interpreter per task"
