@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -110,6 +111,7 @@ def test_a_misspelt_flag_stops_the_ladder_naming_step_flag_and_spelling(
         "nearest valid spelling: --max-num-batched-tokens",
         "nothing was changed on local",
     )
+    assert re.search(r"--max-num-batched-tokens\s+Fix the recipe's engine\.args", run.output), "one problem per line"
     assert docker_client.containers.get(ENGINE).id == engine_id
 
 
