@@ -10,8 +10,9 @@ from station.errors import StationError
 
 
 def api_key_file(host: str) -> Path:
-    """Where the controller keeps the host's engine API key (the vllm_server role generates it there)."""
-    return paths.SECRETS / host / "vllm_api_key"
+    """Where the controller keeps the host's engine API key (the vllm_server role generates it there): a fleet's
+    hosts share their router host's (station_fleet_router, ansible/inventory/group_vars/all.yml)."""
+    return paths.SECRETS / inventory.host_vars(host).get("station_fleet_router", host) / "vllm_api_key"
 
 
 def api_key(host: str) -> str:

@@ -428,7 +428,9 @@ def test_every_command_finds_the_engine_where_the_inventory_moved_it(benched_on_
                                   inventory.role_default("vllm_server", "vllm_server_port"))  # fmt: skip
     assert sim_host.docker(sim_engine).is_running
     assert sim_host.run("docker inspect station-vllm").rc != 0
-    assert sim_host.run(f"docker port {sim_engine}").stdout.split() == ["8000/tcp", "->", f"127.0.0.1:{port}"]
+    published = sim_host.run(f"docker port {sim_engine}").stdout.splitlines()
+    # and on its private address, for the fleet's router (test_7_sims)
+    assert sorted(published) == [f"8000/tcp -> {address}:{port}" for address in ("127.0.0.1", sim.host().address)]
     assert sim_router_workers() == [f"http://{sim_engine}:8000"]
     _, record, _ = benched_on_sim
     assert record["provenance"]["engine"]["container"] == sim_engine
