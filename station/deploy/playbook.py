@@ -50,9 +50,10 @@ class PlaybookResult:
         return self.handed.get(host, {}).get(key)
 
 
-# Mitogen's strategy runs every task of a host in one Python interpreter it keeps there, where Ansible's own starts a
-# new one per task and sends the module again: a deploy that changes nothing took 42 s and 46 s of CPU, and takes 17 s
-# and 19 s with it (local host). STATION_ANSIBLE_STRATEGY=linear runs Ansible's own, to rule Mitogen out.
+# STATION_ANSIBLE_STRATEGY=mitogen_linear runs every task of a host in one Python interpreter Mitogen keeps there, where
+# Ansible's own strategy (the default) starts a new one per task and sends the module again: a deploy that changes
+# nothing on the local host took 42 s and 46 s of CPU with Ansible's, 17 s and 19 s with Mitogen's. It is not the
+# default yet: docs/how-it-works.md ("Mitogen, opt-in") lists what failed with it in a full test run.
 STRATEGY_ENV = "STATION_ANSIBLE_STRATEGY"
 
 
@@ -65,18 +66,22 @@ def _mitogen_strategies() -> str:
 def ansible_env() -> dict[str, str]:
     """Environment that points Ansible at the bundle's config, callback and strategy."""
     bin_dir = str(Path(sys.executable).parent)
-    return os.environ | {
-        "ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "station_events",
-        "ANSIBLE_STRATEGY_PLUGINS": _mitogen_strategies(),
-        "ANSIBLE_STRATEGY": os.environ.get(STRATEGY_ENV, "mitogen_linear"),
-        # Every run would warn that strategies outside ansible.builtin are deprecated; ansible-lint, in the tests,
-        # is where the roles' own deprecations are caught.
-        "ANSIBLE_DEPRECATION_WARNINGS": "False",
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    strategy = os.environ.get(STRATEGY_ENV, "linear")
+    # Every run with Mitogen's would warn that strategies outside ansible.builtin are deprecated
+    quiet = {"ANSIBLE_DEPRECATION_WARNINGS": "False"} if strategy.startswith("mitogen") else {}
+    return (
+        os.environ
+        | quiet
+        | {
+            "ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"),
+            "ANSIBLE_STDOUT_CALLBACK": "station_events",
+            "ANSIBLE_STRATEGY_PLUGINS": _mitogen_strategies(),
+            "ANSIBLE_STRATEGY": strategy,
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+    )
 
 
 def run(playbook: str, host: str, extra_vars: dict[str, Any], console: Console, tags: str = "") -> PlaybookResult:

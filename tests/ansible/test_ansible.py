@@ -344,8 +344,8 @@ def test_only_reported_components_that_predate_their_fix_are_findings() -> None:
     assert found == [fixes[0] | {"version": "1.1.5"}]
 
 
-@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, True), ("linear", False)])
-def test_tasks_run_in_one_interpreter_per_host_unless_mitogen_is_ruled_out(
+@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, False), ("mitogen_linear", True)])
+def test_tasks_run_in_one_interpreter_per_host_with_mitogen_only(
     tmp_path, monkeypatch, strategy, one_interpreter
 ) -> None:
     monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
