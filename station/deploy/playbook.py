@@ -50,32 +50,35 @@ class PlaybookResult:
         return self.handed.get(host, {}).get(key)
 
 
-# STATION_ANSIBLE_STRATEGY=mitogen_linear runs every task of a host in one Python interpreter Mitogen keeps there, where
-# Ansible's own strategy (the default) starts a new one per task and sends the module again: a deploy that changes
-# nothing on the local host took 42 s and 46 s of CPU with Ansible's, 17 s and 19 s with Mitogen's. It is not the
-# default yet: docs/how-it-works.md ("Mitogen, opt-in") lists what failed with it in a full test run.
+# Mitogen's strategy (station's default, ansible/plugins/strategy/station_mitogen.py) runs every task of a host in one
+# Python interpreter it keeps there, where Ansible's own starts a new one per task and sends the module again: a deploy
+# that changes nothing on the local host took 42 s and 46 s of CPU with Ansible's, 17 s and 19 s with Mitogen's.
+# STATION_ANSIBLE_STRATEGY=linear goes back to Ansible's own.
 STRATEGY_ENV = "STATION_ANSIBLE_STRATEGY"
+DEFAULT_STRATEGY = "station_mitogen"
 
 
-def _mitogen_strategies() -> str:
+def _strategy_plugins() -> str:
+    """Station's strategy plugins, and Mitogen's own beside them."""
     spec = importlib.util.find_spec("ansible_mitogen")
     assert spec is not None and spec.submodule_search_locations, "mitogen is one of station's dependencies"
-    return str(Path(spec.submodule_search_locations[0]) / "plugins" / "strategy")
+    mitogen = Path(spec.submodule_search_locations[0]) / "plugins" / "strategy"
+    return os.pathsep.join([str(paths.ANSIBLE / "plugins" / "strategy"), str(mitogen)])
 
 
 def ansible_env() -> dict[str, str]:
     """Environment that points Ansible at the bundle's config, callback and strategy."""
     bin_dir = str(Path(sys.executable).parent)
-    strategy = os.environ.get(STRATEGY_ENV, "linear")
+    strategy = os.environ.get(STRATEGY_ENV, DEFAULT_STRATEGY)
     # Every run with Mitogen's would warn that strategies outside ansible.builtin are deprecated
-    quiet = {"ANSIBLE_DEPRECATION_WARNINGS": "False"} if strategy.startswith("mitogen") else {}
+    quiet = {"ANSIBLE_DEPRECATION_WARNINGS": "False"} if "mitogen" in strategy else {}
     return (
         os.environ
         | quiet
         | {
             "ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"),
             "ANSIBLE_STDOUT_CALLBACK": "station_events",
-            "ANSIBLE_STRATEGY_PLUGINS": _mitogen_strategies(),
+            "ANSIBLE_STRATEGY_PLUGINS": _strategy_plugins(),
             "ANSIBLE_STRATEGY": strategy,
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import configparser
 import functools
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import docker
@@ -344,12 +346,13 @@ def test_only_reported_components_that_predate_their_fix_are_findings() -> None:
     assert found == [fixes[0] | {"version": "1.1.5"}]
 
 
-@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, False), ("mitogen_linear", True)])
-def test_tasks_run_in_one_interpreter_per_host_with_mitogen_only(
+@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, True), ("linear", False)])
+def test_tasks_run_in_one_interpreter_per_host_with_mitogen_the_default(
     tmp_path, monkeypatch, strategy, one_interpreter
 ) -> None:
     monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
     monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    monkeypatch.delenv(playbook.STRATEGY_ENV, raising=False)
     if strategy:
         monkeypatch.setenv(playbook.STRATEGY_ENV, strategy)
     try:
@@ -359,3 +362,13 @@ def test_tasks_run_in_one_interpreter_per_host_with_mitogen_only(
         assert "two interpreters" in error.problem
     else:
         assert one_interpreter, "Ansible's own strategy started one interpreter per task"
+
+
+def test_mitogen_waits_ansibles_timeout_for_a_local_host_too() -> None:
+    """Mitogen's own deadline for a local connection is 30 s; station's strategy gives it ansible.cfg's `timeout`."""
+    read = "import station_mitogen, mitogen.parent; print(mitogen.parent.Options.connect_timeout)"
+    env = playbook.ansible_env() | {"PYTHONPATH": str(paths.ANSIBLE / "plugins" / "strategy")}
+    shown = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, check=True)
+    timeout = configparser.ConfigParser(interpolation=None)
+    timeout.read(paths.ANSIBLE / "ansible.cfg")
+    assert float(shown.stdout) == timeout.getfloat("defaults", "timeout") > 30

@@ -62,6 +62,7 @@ def test_taken_port_names_its_holder_and_changes_nothing(tmp_path, engine_id, do
                             "porttest": {
                                 "ansible_connection": "local",
                                 "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                                "station_become": False,  # as local: this machine's user, no sudo
                                 "vllm_server_port": port,
                             }
                         }
