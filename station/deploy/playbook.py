@@ -50,12 +50,12 @@ class PlaybookResult:
         return self.handed.get(host, {}).get(key)
 
 
-# Mitogen's strategy (station's default, ansible/plugins/strategy/station_mitogen.py) runs every task of a host in one
-# Python interpreter it keeps there, where Ansible's own starts a new one per task and sends the module again: a deploy
-# that changes nothing on the local host took 42 s and 46 s of CPU with Ansible's, 17 s and 19 s with Mitogen's.
-# STATION_ANSIBLE_STRATEGY=linear goes back to Ansible's own.
+# STATION_ANSIBLE_STRATEGY=station_mitogen (ansible/plugins/strategy/) runs every task of a host in one Python
+# interpreter Mitogen keeps there, where Ansible's own strategy (the default) starts a new one per task and sends the
+# module again. On an idle controller a deploy that changes nothing on the local host took 42 s and 46 s of CPU with
+# Ansible's, 17 s and 19 s with Mitogen's; on a loaded one Mitogen took minutes to start (docs/how-it-works.md).
 STRATEGY_ENV = "STATION_ANSIBLE_STRATEGY"
-DEFAULT_STRATEGY = "station_mitogen"
+DEFAULT_STRATEGY = "linear"
 
 
 def _strategy_plugins() -> str:
