@@ -22,7 +22,7 @@ from station.bench import accuracy, capture, cost, gate, ladder, measure, runs, 
 from station.deploy import actions, argcheck, delivery, inventory, lock, sim, tunnel
 from station.deploy import agent_check as agents
 from station.errors import StationError
-from station.fleet import each, k8s
+from station.fleet import each, k8s, rotation
 from station.recipes import profiles
 from station.recipes import recipe as recipes
 from station.reports import ladder as ladder_report
@@ -463,6 +463,35 @@ def unlock(c, host=None):
         console.print(f"{host}'s lock {said}.", highlight=False)
 
 
+FLEET_HOST_HELP = "A host of a fleet, not the one running its router (station_fleet_router)"
+
+
+@task(help={"host": FLEET_HOST_HELP})
+def drain(c, host=None):
+    """Take a host of a fleet out of its router's rotation for maintenance: no new request, those it has finished."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        drained = rotation.drain(host, console)
+    console.print(
+        f"{host} is out of {drained.router}'s router after {drained.seconds:.0f} s, its requests finished; "
+        f"the router sends to {', '.join(drained.workers) or 'no engine'}. `invoke undrain --host {host}` puts it "
+        "back.",
+        highlight=False,
+    )
+
+
+@task(help={"host": FLEET_HOST_HELP})
+def undrain(c, host=None):
+    """Put a drained host of a fleet back in its router's rotation, once its engine passes the health check."""
+    host, _ = host_and_recipe(c, host)
+    with user_errors():
+        back = rotation.undrain(host, console)
+    console.print(
+        f"{host} is back in {back.router}'s router; it sends to {', '.join(back.workers)}.",
+        highlight=False,
+    )
+
+
 @task(name="tunnel", help={"host": HOST_HELP, "print_only": "Print the ssh command instead of running it"})
 def open_tunnel(c, host=None, print_only=False):
     """Forward the host's services (API, Prometheus, Grafana, exporters) to this machine's loopback over SSH."""
@@ -571,6 +600,8 @@ ns = Collection(
     export,
     status,
     down,
+    drain,
+    undrain,
     unlock,
     open_tunnel,
     sim_up,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import configparser
 import functools
 import json
 import subprocess
@@ -190,6 +189,27 @@ def _filters():
     return ansible_module("plugins/filter/station_filters.py")
 
 
+def test_in_flight_counts_requests_running_and_waiting_only() -> None:
+    metrics = (
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{engine="0",model_name="tiny-llama"} 2.0\n'
+        'vllm:num_requests_waiting{engine="0",model_name="tiny-llama"} 1.0\n'
+        'vllm:num_requests_waiting_by_reason{engine="0",reason="capacity"} 7.0\n'
+        'vllm:request_success_total{engine="0",finished_reason="length"} 40.0\n'
+    )
+    assert _filters().in_flight(metrics) == 3.0
+    assert _filters().in_flight("") == 0
+
+
+def test_a_fleets_engines_are_reached_on_their_private_address_and_the_fleets_port() -> None:
+    hostvars = {
+        "dgx02": {"vllm_server_fleet_address": "10.0.0.12", "station_fleet_engine_port": 8100},
+        "dgx03": {"vllm_server_fleet_address": "10.0.0.13", "station_fleet_engine_port": 8300},
+    }
+    urls = _filters().fleet_engine_urls(["dgx02", "dgx03"], hostvars)
+    assert urls == ["http://10.0.0.12:8100", "http://10.0.0.13:8300"]
+
+
 @pytest.mark.parametrize(("bind", "local"), [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.7", "10.0.0.7")])
 def test_local_address_of_a_bind_address(bind: str, local: str) -> None:
     assert _filters().local_address(bind) == local
@@ -346,8 +366,8 @@ def test_only_reported_components_that_predate_their_fix_are_findings() -> None:
     assert found == [fixes[0] | {"version": "1.1.5"}]
 
 
-@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, True), ("linear", False)])
-def test_tasks_run_in_one_interpreter_per_host_with_mitogen_the_default(
+@pytest.mark.parametrize(("strategy", "one_interpreter"), [(None, False), ("station_mitogen", True)])
+def test_tasks_run_in_one_interpreter_per_host_with_mitogen_only(
     tmp_path, monkeypatch, strategy, one_interpreter
 ) -> None:
     monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
@@ -364,11 +384,9 @@ def test_tasks_run_in_one_interpreter_per_host_with_mitogen_the_default(
         assert one_interpreter, "Ansible's own strategy started one interpreter per task"
 
 
-def test_mitogen_waits_ansibles_timeout_for_a_local_host_too() -> None:
-    """Mitogen's own deadline for a local connection is 30 s; station's strategy gives it ansible.cfg's `timeout`."""
+def test_mitogen_waits_longer_for_a_local_host_than_its_default() -> None:
+    """Mitogen's own deadline for a local connection is 30 s; station's strategy gives it 120 s."""
     read = "import station_mitogen, mitogen.parent; print(mitogen.parent.Options.connect_timeout)"
     env = playbook.ansible_env() | {"PYTHONPATH": str(paths.ANSIBLE / "plugins" / "strategy")}
     shown = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, check=True)
-    timeout = configparser.ConfigParser(interpolation=None)
-    timeout.read(paths.ANSIBLE / "ansible.cfg")
-    assert float(shown.stdout) == timeout.getfloat("defaults", "timeout") > 30
+    assert float(shown.stdout) == 120

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,6 +257,9 @@ class StreamingClients:
     threads: int = 2
     pause_s: float = 0.5
     timeout_s: float = 120
+    # Each chat its own prompt: a cache-aware router sends chats no engine has cached to the least loaded one, so
+    # clients at once spread over a fleet; the same prompt stays on the engine that cached it.
+    distinct: bool = False
     served: int = 0
     longest_s: float = 0.0  # the longest a served chat took (one held at the router waits out an engine swap)
     failures: list[str] = field(default_factory=list)
@@ -269,7 +273,7 @@ class StreamingClients:
             try:
                 stream = client.chat.completions.create(
                     model=self.model,
-                    messages=[{"role": "user", "content": "hi"}],
+                    messages=[{"role": "user", "content": f"hi {uuid.uuid4()}" if self.distinct else "hi"}],
                     max_tokens=32,
                     stream=True,
                     extra_body={"ignore_eos": True},  # random weights may end early; every answer is 32 tokens

@@ -6,6 +6,7 @@ import pytest
 
 from station.deploy import inventory, sim
 from station.errors import StationError
+from station.fleet import rotation
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +65,16 @@ def test_a_host_that_is_no_simulated_one_is_named() -> None:
     with pytest.raises(StationError, match="local is not a simulated host") as error:
         sim.host("local")
     assert "sim, sim2" in error.value.hint
+
+
+@pytest.mark.parametrize(
+    ("host", "said"),
+    [("local", "local is in no fleet"), ("sim", "sim runs its fleet's router"), ("nope", "unknown host 'nope'")],
+)
+def test_only_a_host_of_a_fleet_but_its_routers_can_be_drained(host: str, said: str) -> None:
+    with pytest.raises(StationError, match=said):
+        rotation.router_of(host)
+
+
+def test_a_fleets_host_is_drained_on_its_routers_host() -> None:
+    assert rotation.router_of("sim2") == "sim"

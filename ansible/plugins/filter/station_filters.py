@@ -15,6 +15,23 @@ def local_address(bind_address: str) -> str:
     return "127.0.0.1" if bind_address in WILDCARDS else bind_address
 
 
+def fleet_engine_urls(hosts: list[str], hostvars: Any) -> list[str]:
+    """Where a fleet's router reaches each of these hosts' live engine: the host's private address, on the fleet's
+    engine port (vllm_server_fleet_address, station_fleet_engine_port)."""
+    return [
+        f"http://{hostvars[host]['vllm_server_fleet_address']}:{hostvars[host]['station_fleet_engine_port']}"
+        for host in hosts
+    ]
+
+
+IN_FLIGHT = re.compile(r"^vllm:num_requests_(?:running|waiting)\{[^}]*\} (\S+)$", re.MULTILINE)
+
+
+def in_flight(metrics: str) -> float:
+    """Requests an engine is still serving or holding in its queue, from the text of its /metrics."""
+    return sum(float(value) for value in IN_FLIGHT.findall(metrics))
+
+
 def container_summary(found: dict[str, Any]) -> dict[str, Any]:
     """A docker_container_info loop result, reduced to what a status report shows (no environment)."""
     container = found.get("container") or {}
@@ -114,6 +131,8 @@ class FilterModule:
     def filters(self):
         return {
             "station_local_address": local_address,
+            "station_fleet_engine_urls": fleet_engine_urls,
+            "station_in_flight": in_flight,
             "station_container_summary": container_summary,
             "station_target_summary": target_summary,
             "station_prometheus_labels": prometheus_labels,

@@ -97,7 +97,7 @@ def test_api_rejects_requests_without_the_key(first_deploy, url, authorization) 
     assert requests.get(f"{url}/v1/models", headers=headers, timeout=10).status_code == 401
 
 
-OPEN_ROUTES = {("GET", "/health")}  # a bare health check: the container's own probe
+OPEN_ROUTES = {("GET", "/health")}  # a bare health check, for probes that carry no key
 DOCUMENTS = [("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/redoc")]
 
 

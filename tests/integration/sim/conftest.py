@@ -11,7 +11,7 @@ import testinfra
 from rich.console import Console
 
 from station import paths
-from station.deploy import inventory, sim
+from station.deploy import inventory, keys, sim
 from tests.integration.conftest import Invocation, invoke, succeeded
 
 PLANTED = {"labels": ["planted-by-test=yes"]}  # a daemon.json key the host had before station came
@@ -34,13 +34,28 @@ READ_URL = (
 )
 
 
-def sim_router_workers() -> list[str]:
-    """The engines sim's router sends requests to, asked on the host with the key its gate wants."""
-    port = inventory.setting(inventory.host_vars("sim"), "vllm_router", "vllm_router_port")
-    key = (paths.SECRETS / "sim" / "vllm_api_key").read_text().strip()
-    asked = sim_root(f'python3 -c "{READ_URL}" http://127.0.0.1:{port}/list_workers {key}')
+def read_on(name: str, role: str, port_setting: str, path: str) -> str:
+    """What a service of a simulated host answers at `path`, asked on the host (its loopback) with the fleet's key."""
+    port = inventory.setting(inventory.host_vars(name), role, port_setting)
+    asked = sim_root(f'python3 -c "{READ_URL}" http://127.0.0.1:{port}{path} {keys.api_key(name)}', name)
     assert asked.returncode == 0, asked.stdout + asked.stderr
-    return json.loads(asked.stdout)["urls"]
+    return asked.stdout
+
+
+def sim_router_workers() -> list[str]:
+    """The engines sim's router sends requests to."""
+    return json.loads(read_on("sim", "vllm_router", "vllm_router_port", "/list_workers"))["urls"]
+
+
+def sim_router_health() -> dict[str, bool]:
+    """Each engine sim's router lists, and whether it passes the router's health checks."""
+    found = json.loads(read_on("sim", "vllm_router", "vllm_router_port", "/workers"))["workers"]
+    return {worker["url"]: worker["is_healthy"] for worker in found}
+
+
+def fleet_engine_url(name: str) -> str:
+    """Where the fleet's router (sim's) reaches a simulated host's live engine: on the host's private address."""
+    return f"http://{sim.host(name).address}:{inventory.host_vars(name)['station_fleet_engine_port']}"
 
 
 def sim_container_id(name: str) -> str:

@@ -21,7 +21,14 @@ from station.errors import StationError
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
 from tests.integration.conftest import Invocation, extra_inventory, invoke, succeeded
-from tests.integration.sim.conftest import HF_TOKEN, HF_TOKEN_FILE, PLANTED, sim_root, sim_router_workers
+from tests.integration.sim.conftest import (
+    HF_TOKEN,
+    HF_TOKEN_FILE,
+    PLANTED,
+    fleet_engine_url,
+    sim_root,
+    sim_router_workers,
+)
 
 SIM_LOCK_FILE = "/var/lib/station/station.lock"  # sim's station_data_dir
 
@@ -226,12 +233,6 @@ VERIFY_WHEELS = (
 )
 
 
-def test_a_second_deploy_on_the_host_changes_nothing(deployed_on_sim) -> None:
-    again = succeeded(invoke("deploy", "--host", "sim"))
-    print(f"second deploy on sim: {again.seconds:.0f} s")
-    assert "Ansible changed=0" in again.output
-
-
 def test_a_host_without_room_for_an_image_is_refused_before_any_copy(deployed_on_sim, sim_host, tmp_path) -> None:
     manifest = json.loads((paths.STATE / "bundle" / "manifest.json").read_text())
     smallest = min(manifest["images"], key=lambda image: image["bytes"])["tag"]
@@ -429,9 +430,11 @@ def test_every_command_finds_the_engine_where_the_inventory_moved_it(benched_on_
     assert sim_host.docker(sim_engine).is_running
     assert sim_host.run("docker inspect station-vllm").rc != 0
     published = sim_host.run(f"docker port {sim_engine}").stdout.splitlines()
-    # and on its private address, for the fleet's router (test_7_sims)
-    assert sorted(published) == [f"8000/tcp -> {address}:{port}" for address in ("127.0.0.1", sim.host().address)]
-    assert sim_router_workers() == [f"http://{sim_engine}:8000"]
+    # and on its private address, on the fleet's port, for a fleet's router on another host (test_6_fleet)
+    fleet_port = settings["station_fleet_engine_port"]
+    assert sorted(published) == [f"8000/tcp -> 127.0.0.1:{port}", f"8000/tcp -> {sim.host().address}:{fleet_port}"]
+    # sim's router is the fleet's: it routes to sim2's engine too, which is not running yet
+    assert sorted(sim_router_workers()) == sorted([f"http://{sim_engine}:8000", fleet_engine_url("sim2")])
     _, record, _ = benched_on_sim
     assert record["provenance"]["engine"]["container"] == sim_engine
     shown = succeeded(invoke("status", "--host", "sim")).output.splitlines()

@@ -21,7 +21,7 @@ from station.deploy import keys, tunnel
 from station.recipes import profiles, recipe
 from station.tune import search
 from tests.integration.conftest import SCRAPE_S, Invocation, StreamingClients, invoke, succeeded
-from tests.integration.sim.conftest import sim_container_id, sim_router_workers
+from tests.integration.sim.conftest import fleet_engine_url, sim_container_id, sim_router_workers
 
 HOST = "sim"
 TRIALS = 2  # distinct configurations: with one A B round, four engine starts (six took 13 of CI's minutes)
@@ -120,7 +120,7 @@ def test_the_live_engine_kept_serving_untouched(tuned, sim_engine) -> None:
     _, _, clients, live = tuned
     assert clients.failures == [] and clients.served > 0
     assert sim_container_id(sim_engine) == live
-    assert sim_router_workers() == [f"http://{sim_engine}:8000"]
+    assert sorted(sim_router_workers()) == sorted([f"http://{sim_engine}:8000", fleet_engine_url("sim2")])
     assert sim_container_id(f"{sim_engine}-candidate") == ""
 
 

@@ -1,0 +1,201 @@
+"""The simulated hosts as one fleet behind sim's router: `sim2` started beside `sim` on their private network,
+provisioned and deployed by fleet commands (every host at once, over SSH), its engine served through sim's router
+(and reached by sim alone), drained and put back, lost, and brought back by a deploy.
+
+sim2 is started here and removed at the end of the module. sim is the deployment the other modules share: it runs
+cpu-smoke here, as test_5_sim left it, so the fleet's deploy leaves it as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
+
+from station.deploy import inventory, keys, sim, tunnel
+from tests.conftest import host_section
+from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded, wait_for
+from tests.integration.sim.conftest import (
+    READ_URL,
+    fleet_engine_url,
+    read_on,
+    sim_root,
+    sim_router_health,
+    sim_router_workers,
+)
+
+# Run on a simulated host: the first bytes of the sshd at an address of the private network
+SSH_BANNER = "import socket, sys; print(socket.create_connection((sys.argv[1], 22), timeout=5).recv(4).decode())"
+# Chats sent at once through the fleet's router: its cache-aware policy sends a request whose prefix no engine has
+# cached to the least loaded engine, so chats that overlap spread over the fleet (one after another, all would go to
+# the first engine it lists).
+AT_ONCE = 4
+
+
+@pytest.fixture(scope="module")
+def sim2(fresh_sim):
+    sim.up(Console(), "sim2")
+    yield sim.host("sim2")
+    sim.down(Console(), "sim2")
+
+
+@pytest.fixture(scope="module")
+def fleet_provisioned(sim2, provisioned) -> Invocation:
+    """`invoke provision --host sims`: sim2 provisioned from scratch, sim (provisioned already) left as it is."""
+    run = succeeded(invoke("provision", "--host", "sims"))
+    print(f"\nprovision of the fleet (sim2 from scratch): {run.seconds:.0f} s")
+    return run
+
+
+@pytest.fixture(scope="module")
+def fleet_deployed(fleet_provisioned, deployed_on_sim) -> tuple[Invocation, Invocation]:
+    """`invoke deploy --host sims`, twice: sim2's engine joins the fleet whose router is sim's."""
+    first = succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
+    second = succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
+    print(f"\ndeploy of the fleet: {first.seconds:.0f} s (sim2's bundle delivered), again {second.seconds:.0f} s")
+    return first, second
+
+
+def engine_successes(name: str) -> float:
+    """Requests a simulated host's live engine has served, from its own counter."""
+    text = read_on(name, "vllm_server", "vllm_server_port", "/metrics")
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "vllm:request_success_total"
+    )
+
+
+def chat_through_the_fleet(model: str, count: int = AT_ONCE) -> list[str]:
+    """`count` chats at once through sim's router, from this machine through an SSH forward; what each answered."""
+    with tunnel.urls("sim", Console(quiet=True)) as found:
+        client = openai.OpenAI(base_url=f"{found[tunnel.API]}/v1", api_key=keys.api_key("sim"), timeout=300)
+
+        def chat(n: int) -> str:
+            answer = client.chat.completions.create(
+                model=model,
+                messages=[{"role": "user", "content": f"chat {n} of the fleet test, {time.time_ns()}"}],
+                max_tokens=32,
+                extra_body={"ignore_eos": True},
+            )
+            return answer.choices[0].finish_reason
+
+        with ThreadPoolExecutor(count) as pool:
+            return list(pool.map(chat, range(count)))
+
+
+def served_by_both(model: str) -> tuple[float, float]:
+    """Chats through the fleet's router until each engine has served one (a few rounds at most); what each served."""
+    before = {name: engine_successes(name) for name in ("sim", "sim2")}
+    for _ in range(5):
+        assert chat_through_the_fleet(model) == ["length"] * AT_ONCE
+        served = {name: engine_successes(name) - before[name] for name in before}
+        if all(served.values()):
+            break
+    return served["sim"], served["sim2"]
+
+
+@pytest.mark.parametrize(("name", "other"), [("sim", "sim2"), ("sim2", "sim")])
+def test_each_simulated_host_reaches_the_other_on_the_private_network(sim2, name, other) -> None:
+    assert sim.host(name).address in sim_root("hostname -I", name).stdout.split()
+    answer = sim_root(f'python3 -c "{SSH_BANNER}" {sim.host(other).address}', name)
+    assert answer.stdout.startswith("SSH-"), answer.stdout + answer.stderr
+
+
+def test_a_fleet_command_reaches_both_over_ssh(fleet_provisioned) -> None:
+    for name in ("sim", "sim2"):
+        assert f"No NVIDIA GPU on {name}" in host_section(fleet_provisioned.output, "provision", name)
+
+
+def test_the_fleets_engines_answer_its_routers_host_only_with_the_fleets_key(fleet_deployed) -> None:
+    """Each engine listens on its host's private address too, for the fleet's router: sim, the router's host,
+    reaches sim2's there with the key the fleet's hosts share; sim2 does not reach sim's (its host drops it)."""
+    assert keys.api_key_file("sim2") == keys.api_key_file("sim")
+    models = f"{fleet_engine_url('sim2')}/v1/models"
+    answer = sim_root(f'python3 -c "{READ_URL}" {models} {keys.api_key("sim")}', "sim")
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    assert json.loads(answer.stdout)["data"], answer.stdout
+    refused = sim_root(f'python3 -c "{READ_URL}" {models}', "sim")
+    assert "HTTP Error 401" in refused.stderr, refused.stdout + refused.stderr
+    dropped = sim_root(f'python3 -c "{READ_URL}" {fleet_engine_url("sim")}/v1/models {keys.api_key("sim")}', "sim2")
+    assert dropped.returncode != 0 and "timed out" in dropped.stderr, dropped.stdout + dropped.stderr
+
+
+def test_the_fleets_deploy_starts_sim2_and_a_second_changes_nothing(fleet_deployed) -> None:
+    """sim was deployed before (test_5_sim): a deploy of the fleet, then another, leaves it as it was."""
+    first, second = fleet_deployed
+    assert "Ansible changed=0" not in host_section(first.output, "deploy", "sim2"), first.output
+    for name in ("sim", "sim2"):
+        assert "Ansible changed=0" in host_section(second.output, "deploy", name), second.output
+
+
+def test_the_fleets_router_serves_through_both_engines(fleet_deployed, smoke) -> None:
+    fleet = fleet_engine_url("sim2")
+    wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
+    on_sim, on_sim2 = served_by_both(smoke.model.served_name)
+    print(f"\nchats through the fleet's router: {on_sim:.0f} served by sim's engine, {on_sim2:.0f} by sim2's")
+    assert on_sim > 0 and on_sim2 > 0
+
+
+def test_a_drained_host_finishes_its_requests_and_gets_none_until_undrained(fleet_deployed, smoke) -> None:
+    """`drain` while clients chat through the fleet's router: none of them fails, sim2 serves no chat after it, and
+    `undrain` gives it chats again."""
+    fleet = fleet_engine_url("sim2")
+    wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
+    before = engine_successes("sim2")
+    with (
+        tunnel.urls("sim", Console(quiet=True)) as found,
+        StreamingClients(
+            keys.api_key("sim"), smoke.model.served_name, found[tunnel.API], threads=AT_ONCE, distinct=True
+        ) as clients,
+    ):
+        wait_for(lambda: engine_successes("sim2") > before, 120, "sim2's engine to serve a chat")
+        drain = succeeded(invoke("drain", "--host", "sim2"))
+        drained = engine_successes("sim2")
+        served = clients.served
+        wait_for(lambda: clients.served >= served + 2 * AT_ONCE, 120, "chats served after the drain")
+        after = engine_successes("sim2")
+    print(f"\ndrain took {drain.seconds:.0f} s; {clients.served} chats served, {len(clients.failures)} failed")
+    assert clients.failures == []
+    assert fleet not in sim_router_workers()
+    assert after == drained, "sim2's engine served chats after it was drained"
+    succeeded(invoke("undrain", "--host", "sim2"))
+    assert fleet in sim_router_workers()
+    assert all(served_by_both(smoke.model.served_name))
+
+
+def test_a_lost_engine_leaves_the_router_and_a_deploy_brings_it_back(fleet_deployed, smoke) -> None:
+    """sim2's engine stops: the router's health checks take it out, and every chat is served by sim's; `deploy`
+    starts it again, and the router sends to it again."""
+    fleet = fleet_engine_url("sim2")
+    wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
+    engine = inventory.setting(inventory.host_vars("sim2"), "vllm_server", "vllm_server_container_name")
+    assert sim_root(f"docker stop {engine}", "sim2").returncode == 0
+    stopped = time.monotonic()
+    wait_for(lambda: sim_router_health().get(fleet) is False, 120, "sim's router to find sim2's engine gone")
+    left = time.monotonic() - stopped
+    before = engine_successes("sim")
+    assert chat_through_the_fleet(smoke.model.served_name) == ["length"] * AT_ONCE
+    assert engine_successes("sim") - before == AT_ONCE
+
+    succeeded(invoke("deploy", "--host", "sim2", "--no-agent-check"))
+    deployed = time.monotonic()
+    wait_for(lambda: sim_router_health().get(fleet), 120, "sim's router to find sim2's engine back")
+    back = time.monotonic() - deployed
+    print(f"\nsim2's engine left the router {left:.0f} s after it stopped, and was back {back:.0f} s after the deploy")
+    assert all(served_by_both(smoke.model.served_name))
+
+
+def test_sim2_is_removed_with_its_data_and_sim_keeps_the_network(sim2, docker_client) -> None:
+    sim.down(Console(), "sim2")
+    assert not docker_client.containers.list(all=True, filters={"name": f"^{sim2.container}$"})
+    assert not docker_client.volumes.list(filters={"name": sim2.docker_volume})
+    (network,) = sim.network(docker_client)
+    network.reload()
+    assert [container.name for container in network.containers] == [sim.host().container]
