@@ -34,6 +34,13 @@ class Panel:
     no_value: str = ""  # what an empty panel says instead of "No data", for series exported only once something happens
 
 
+@dataclass(frozen=True)
+class Row:
+    """A row header: the panels after it, up to the next, are its own."""
+
+    title: str
+
+
 def quantiles(metric: str) -> tuple[tuple[str, str], ...]:
     """p50, p90 and p99 of a vLLM histogram, per host."""
     return tuple(
@@ -51,6 +58,13 @@ def ratio(numerator: str, denominator: str) -> str:
 def dcgm(field: str, legend: str = "GPU {{gpu}}") -> tuple[str, str]:
     return (f"{field}{{{HOST}}}", legend)
 
+
+# Series exported only once an event occurs: an empty panel there means none yet, not a broken exporter. vllm-router
+# counts retries from the first; dcgm-exporter 4.5.3-4.8.2 exports the XID and clock-event-reason series only after
+# one (NVIDIA/dcgm-exporter issues 700 and 646).
+EVENT_ONLY = "none reported yet"
+
+OUTPUT_TOKENS = f"rate(vllm:generation_tokens_total{{{HOST}}}[{RATE}])"
 
 TOKENS_PER_HOUR_M = f"sum by (host) (rate(vllm:generation_tokens_total{{{HOST}}}[5m])) * 3600 / 1e6"
 
@@ -130,11 +144,33 @@ SERVING = [
         "short",
         "Engines the router sends requests to; one failing its health checks leaves the rotation.",
     ),
+    Row("Fleet: the hosts selected, as one"),
+    Panel(
+        "Fleet: output tokens/s",
+        ((f"sum({OUTPUT_TOKENS})", "all hosts selected"),),
+        "tps",
+        "What the fleet serves: every selected host's engine, added up (a fleet's Prometheus scrapes them all).",
+    ),
+    Panel(
+        "Fleet: each host's share of output tokens",
+        ((f"sum by (host) ({OUTPUT_TOKENS}) / scalar(sum({OUTPUT_TOKENS}))", "{{host}}"),),
+        "percentunit",
+        "How the router's policy spreads the work; a host at 0 is out of the rotation (drained, or failing).",
+    ),
+    Panel(
+        "Router: requests in flight per engine",
+        ((f"sum by (host, worker) (vllm_router_running_requests{{{HOST}}})", "{{worker}}"),),
+        "short",
+        "The router's own count of what each engine is serving, the load its cache-aware policy balances.",
+    ),
+    Panel(
+        "Router: retries/s",
+        ((f"sum by (host, route) (rate(vllm_router_retries_total{{{HOST}}}[{RATE}]))", "{{route}}"),),
+        "ops",
+        "Requests the router sent again after an engine failed them (a lost host's requests in flight).",
+        no_value=EVENT_ONLY,
+    ),
 ]
-
-# dcgm-exporter 4.5.3-4.8.2 exports the XID and clock-event-reason series only once an event occurs
-# (NVIDIA/dcgm-exporter issues 700 and 646): an empty panel there means none yet, not a broken exporter.
-EVENT_ONLY = "none reported yet"
 
 GPU = [
     Panel("GPU utilisation", (dcgm("DCGM_FI_DEV_GPU_UTIL"),), "percent"),
@@ -203,10 +239,25 @@ def no_value(panel: Panel) -> dict[str, str]:
     return {"noValue": panel.no_value} if panel.no_value else {}
 
 
-def panels_json(panels: list[Panel]) -> list[dict[str, Any]]:
+def row_json(row: Row, panel_id: int, y: int) -> dict[str, Any]:
+    return {
+        "id": panel_id,
+        "type": "row",
+        "title": row.title,
+        "collapsed": False,
+        "gridPos": {"h": 1, "w": 24, "x": 0, "y": y},
+    }
+
+
+def panels_json(panels: list[Panel | Row]) -> list[dict[str, Any]]:
     ids = count(1)
     rendered, x, y = [], 0, 0
     for panel in panels:
+        if isinstance(panel, Row):
+            y = y + 8 if x else y
+            rendered.append(row_json(panel, next(ids), y))
+            x, y = 0, y + 1
+            continue
         if x + panel.width > 24:
             x, y = 0, y + 8
         rendered.append(
@@ -262,7 +313,7 @@ BENCHMARK_ANNOTATION = {
 }
 
 
-def dashboard(uid: str, title: str, panels: list[Panel], prices: dict[str, float]) -> dict[str, Any]:
+def dashboard(uid: str, title: str, panels: list[Panel | Row], prices: dict[str, float]) -> dict[str, Any]:
     return {
         "uid": uid,
         "title": title,

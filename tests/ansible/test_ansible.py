@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import docker
+import jinja2
 import pytest
 import yaml
 from rich.console import Console
@@ -210,6 +212,17 @@ def test_a_fleets_engines_are_reached_on_their_private_address_and_the_fleets_po
     assert urls == ["http://10.0.0.12:8100", "http://10.0.0.13:8300"]
 
 
+def test_a_fleet_hosts_engine_and_exporters_are_its_router_hosts_targets_on_its_private_address() -> None:
+    """The jobs the fleet publishes, at their fleet ports, labelled with job and host; its router is not one."""
+    jobs = [{"name": "vllm", "targets": ["engine:8000"]}, {"name": "vllm_router", "targets": ["router:8000"]}]
+    jobs.append({"name": "node", "targets": ["node:9100"]})
+    targets = _filters().fleet_scrape_targets(jobs, "10.0.0.12", {"vllm": 8100, "node": 9100, "dcgm": 9400}, "dgx02")
+    assert targets == [
+        {"targets": ["10.0.0.12:8100"], "labels": {"job": "vllm", "host": "dgx02"}},
+        {"targets": ["10.0.0.12:9100"], "labels": {"job": "node", "host": "dgx02"}},
+    ]
+
+
 @pytest.mark.parametrize(("bind", "local"), [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.7", "10.0.0.7")])
 def test_local_address_of_a_bind_address(bind: str, local: str) -> None:
     assert _filters().local_address(bind) == local
@@ -309,6 +322,17 @@ def tasks_in(node) -> list[dict]:
     return [node, *(task for child in nested if child for task in tasks_in(child))]
 
 
+def looped_roles(loop: list[str] | str) -> list[str]:
+    """The roles an include_role loops over: a list as written, or a templated one (station_roles) rendered as for a
+    host outside any fleet, which runs every role."""
+    if isinstance(loop, list):
+        return loop
+    group_vars = yaml.safe_load((paths.ANSIBLE / "inventory" / "group_vars" / "all.yml").read_text())
+    render = jinja2.Environment().from_string
+    station_roles = ast.literal_eval(render(group_vars["station_roles"]).render(station_fleet_member=False))
+    return ast.literal_eval(render(loop).render(station_roles=station_roles))
+
+
 def tasks_from_entries() -> list[tuple[str, str]]:
     """(role, entry point) for every include_role with tasks_from in the playbooks and roles."""
     found = set()
@@ -316,7 +340,7 @@ def tasks_from_entries() -> list[tuple[str, str]]:
         for task in tasks_in(yaml.safe_load(path.read_text())):
             include = task.get("ansible.builtin.include_role")
             if isinstance(include, dict) and "tasks_from" in include:
-                roles = task["loop"] if "{{" in include["name"] else [include["name"]]
+                roles = looped_roles(task["loop"]) if "{{" in include["name"] else [include["name"]]
                 found |= {(role, include["tasks_from"]) for role in roles}
     return sorted(found)
 
@@ -336,6 +360,17 @@ def test_a_renamed_engine_on_another_port_is_what_the_benchmark_and_prometheus_r
     jobs = {job["job_name"]: job for job in yaml.safe_load((tmp_path / "prometheus.yml").read_text())["scrape_configs"]}
     assert jobs["vllm"]["static_configs"][0]["targets"] == ["engine-x:8300"]
     assert jobs["vllm"]["authorization"]["credentials_file"]  # scraped with the engine's key
+    assert "fleet" not in jobs  # a host outside any fleet
+
+
+def test_a_fleets_router_host_scrapes_the_targets_its_other_hosts_list(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    extra = {"station_fleet_router": "local", "wiring_out": str(tmp_path)}
+    playbook.run_file(FIXTURES / "playbooks" / "wiring.yml", "local", extra, Console(record=True))
+    jobs = {job["job_name"]: job for job in yaml.safe_load((tmp_path / "prometheus.yml").read_text())["scrape_configs"]}
+    assert jobs["fleet"]["file_sd_configs"][0]["files"] == ["/etc/prometheus-fleet/*.json"]
+    assert jobs["fleet"]["authorization"]["credentials_file"] == jobs["vllm"]["authorization"]["credentials_file"]
 
 
 @pytest.mark.parametrize(

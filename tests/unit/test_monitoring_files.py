@@ -31,7 +31,13 @@ def dashboard_files() -> dict[str, dict]:
 
 
 def panels() -> list[tuple[str, dict]]:
-    return [(name, panel) for name, board in dashboard_files().items() for panel in board["panels"]]
+    """Every panel that queries (rows only group them)."""
+    return [
+        (name, panel)
+        for name, board in dashboard_files().items()
+        for panel in board["panels"]
+        if panel["type"] != "row"
+    ]
 
 
 def test_committed_dashboards_are_what_the_generator_writes() -> None:
@@ -46,7 +52,7 @@ def test_dashboard_ids_are_unique_and_datasources_provisioned(name: str) -> None
     assert len(ids) == len(set(ids))
     datasource = yaml.safe_load((MONITORING / "grafana" / "provisioning" / "datasources" / "station.yml").read_text())
     uid = datasource["datasources"][0]["uid"]
-    for panel in board["panels"]:
+    for _, panel in filter(lambda found: found[0] == name, panels()):
         assert panel["datasource"]["uid"] == uid, panel["title"]
         assert all(target["datasource"]["uid"] == uid for target in panel["targets"]), panel["title"]
 
@@ -83,6 +89,17 @@ def test_panels_of_series_exported_only_after_an_event_say_none_yet_when_empty()
     for title in ("XID errors", "Throttling (clock event reasons)"):
         assert panels[title]["fieldConfig"]["defaults"]["noValue"] == "none reported yet", title
     assert "noValue" not in panels["GPU utilisation"]["fieldConfig"]["defaults"]  # exported always: empty is wrong
+    serving = {panel["title"]: panel for panel in dashboard_files()["serving.json"]["panels"]}
+    assert serving["Router: retries/s"]["fieldConfig"]["defaults"]["noValue"] == "none reported yet"
+
+
+def test_the_serving_dashboard_ends_with_the_fleet_row_and_its_panels() -> None:
+    board = dashboard_files()["serving.json"]["panels"]
+    row = next(i for i, panel in enumerate(board) if panel["type"] == "row")
+    assert board[row]["title"].startswith("Fleet")
+    titles = [panel["title"] for panel in board[row + 1 :]]
+    assert titles[:2] == ["Fleet: output tokens/s", "Fleet: each host's share of output tokens"]
+    assert all(panel["gridPos"]["y"] > board[row]["gridPos"]["y"] for panel in board[row + 1 :])
 
 
 def test_the_counters_file_adds_the_profiling_counters_the_default_leaves_out() -> None:

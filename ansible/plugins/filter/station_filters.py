@@ -24,6 +24,16 @@ def fleet_engine_urls(hosts: list[str], hostvars: Any) -> list[str]:
     ]
 
 
+def fleet_scrape_targets(jobs: list[dict[str, Any]], address: str, ports: dict[str, int], host: str) -> list[dict]:
+    """A fleet host's scrape jobs as Prometheus file_sd target groups for its router host's Prometheus: each job this
+    host runs that the fleet publishes (`ports`, by job name), at its private address, labelled with job and host."""
+    return [
+        {"targets": [f"{address}:{ports[job['name']]}"], "labels": {"job": job["name"], "host": host}}
+        for job in jobs
+        if job["name"] in ports
+    ]
+
+
 IN_FLIGHT = re.compile(r"^vllm:num_requests_(?:running|waiting)\{[^}]*\} (\S+)$", re.MULTILINE)
 
 
@@ -132,6 +142,7 @@ class FilterModule:
         return {
             "station_local_address": local_address,
             "station_fleet_engine_urls": fleet_engine_urls,
+            "station_fleet_scrape_targets": fleet_scrape_targets,
             "station_in_flight": in_flight,
             "station_container_summary": container_summary,
             "station_target_summary": target_summary,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from urllib.parse import urlencode
 
 import pytest
 import testinfra
@@ -37,9 +38,18 @@ READ_URL = (
 def read_on(name: str, role: str, port_setting: str, path: str) -> str:
     """What a service of a simulated host answers at `path`, asked on the host (its loopback) with the fleet's key."""
     port = inventory.setting(inventory.host_vars(name), role, port_setting)
-    asked = sim_root(f'python3 -c "{READ_URL}" http://127.0.0.1:{port}{path} {keys.api_key(name)}', name)
+    asked = sim_root(f"python3 -c \"{READ_URL}\" 'http://127.0.0.1:{port}{path}' {keys.api_key(name)}", name)
     assert asked.returncode == 0, asked.stdout + asked.stderr
     return asked.stdout
+
+
+def sim_prometheus(expr: str) -> dict[tuple[str, str], float]:
+    """An instant query of sim's Prometheus, the fleet's: each series' (host, job) and value."""
+    found = json.loads(read_on("sim", "prometheus", "prometheus_port", f"/api/v1/query?{urlencode({'query': expr})}"))
+    return {
+        (series["metric"].get("host", ""), series["metric"].get("job", "")): float(series["value"][1])
+        for series in found["data"]["result"]
+    }
 
 
 def sim_router_workers() -> list[str]:

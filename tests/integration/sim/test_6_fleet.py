@@ -18,12 +18,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
 from station.deploy import inventory, keys, sim, tunnel
+from station.generators import dashboards
 from tests.conftest import host_section
 from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded, wait_for
 from tests.integration.sim.conftest import (
     READ_URL,
     fleet_engine_url,
     read_on,
+    sim_prometheus,
     sim_root,
     sim_router_health,
     sim_router_workers,
@@ -35,6 +37,10 @@ SSH_BANNER = "import socket, sys; print(socket.create_connection((sys.argv[1], 2
 # cached to the least loaded engine, so chats that overlap spread over the fleet (one after another, all would go to
 # the first engine it lists).
 AT_ONCE = 4
+
+
+# Where sim2's deploy lists its engine and exporters for the fleet's Prometheus, on sim
+SIM2_TARGETS = "/var/lib/station/prometheus-fleet/sim2.json"
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +96,18 @@ def chat_through_the_fleet(model: str, count: int = AT_ONCE) -> list[str]:
             return list(pool.map(chat, range(count)))
 
 
+def fleet_panel(title: str) -> str:
+    """The first query of a serving dashboard panel, for every host over the last 5 minutes."""
+    (panel,) = (panel for panel in dashboards.SERVING if panel.title == title)
+    return panel.queries[0][0].replace('host=~"$host"', 'host=~".+"').replace("$__rate_interval", "5m")
+
+
+def running_on(name: str, role: str, setting: str) -> bool:
+    """Whether a simulated host has the container a role runs (named by its setting)."""
+    container = inventory.setting(inventory.host_vars(name), role, setting)
+    return bool(sim_root(f"docker ps --all --quiet --filter name=^{container}$", name).stdout.strip())
+
+
 def served_by_both(model: str) -> tuple[float, float]:
     """Chats through the fleet's router until each engine has served one (a few rounds at most); what each served."""
     before = {name: engine_successes(name) for name in ("sim", "sim2")}
@@ -125,6 +143,24 @@ def test_the_fleets_engines_answer_its_routers_host_only_with_the_fleets_key(fle
     assert "HTTP Error 401" in refused.stderr, refused.stdout + refused.stderr
     dropped = sim_root(f'python3 -c "{READ_URL}" {fleet_engine_url("sim")}/v1/models {keys.api_key("sim")}', "sim2")
     assert dropped.returncode != 0 and "timed out" in dropped.stderr, dropped.stdout + dropped.stderr
+    node = f"http://{sim.host('sim').address}:{inventory.host_vars('sim')['station_fleet_exporter_ports']['node']}"
+    dropped = sim_root(f'python3 -c "{READ_URL}" {node}/metrics', "sim2")
+    assert dropped.returncode != 0 and "timed out" in dropped.stderr, dropped.stdout + dropped.stderr
+
+
+def test_the_fleets_prometheus_is_its_router_hosts_and_scrapes_sim2_by_name(fleet_deployed) -> None:
+    """sim2 runs no Prometheus or Grafana of its own: sim's scrapes sim2's engine and node exporter on its private
+    address (the targets sim2's deploy listed there), each series labelled with sim2's name."""
+    assert sim_root(f"test -s {SIM2_TARGETS}").returncode == 0
+    up = wait_for(
+        lambda: (found := sim_prometheus('up{host="sim2"}')) and all(found.values()) and len(found) == 2 and found,
+        60,
+        "sim's Prometheus to scrape sim2's engine and node exporter",
+    )
+    assert set(up) == {("sim2", "vllm"), ("sim2", "node")}
+    assert not running_on("sim2", "prometheus", "prometheus_container_name")
+    assert not running_on("sim2", "grafana", "grafana_container_name")
+    assert running_on("sim", "prometheus", "prometheus_container_name")
 
 
 def test_the_fleets_deploy_starts_sim2_and_a_second_changes_nothing(fleet_deployed) -> None:
@@ -141,6 +177,25 @@ def test_the_fleets_router_serves_through_both_engines(fleet_deployed, smoke) ->
     on_sim, on_sim2 = served_by_both(smoke.model.served_name)
     print(f"\nchats through the fleet's router: {on_sim:.0f} served by sim's engine, {on_sim2:.0f} by sim2's")
     assert on_sim > 0 and on_sim2 > 0
+
+
+def test_the_dashboards_fleet_row_shows_each_hosts_share(fleet_deployed) -> None:
+    """The serving dashboard's fleet row, on the fleet's Prometheus, after both engines served chats: the fleet's
+    tokens/s, and a share for each host that adds up to the whole."""
+    shares = wait_for(
+        lambda: (
+            (found := sim_prometheus(fleet_panel("Fleet: each host's share of output tokens")))
+            and len(found) == 2
+            and found
+        ),
+        60,
+        "a share of the fleet's output tokens for both hosts",
+    )
+    print(f"\nshares of the fleet's output tokens over 5 minutes: {shares}")
+    assert {host for host, _ in shares} == {"sim", "sim2"}
+    assert all(share > 0 for share in shares.values()) and sum(shares.values()) == pytest.approx(1)
+    ((_, tokens_per_s),) = sim_prometheus(fleet_panel("Fleet: output tokens/s")).items()
+    assert tokens_per_s > 0
 
 
 def test_a_drained_host_finishes_its_requests_and_gets_none_until_undrained(fleet_deployed, smoke) -> None:
@@ -180,6 +235,10 @@ def test_a_lost_engine_leaves_the_router_and_a_deploy_brings_it_back(fleet_deplo
     stopped = time.monotonic()
     wait_for(lambda: sim_router_health().get(fleet) is False, 120, "sim's router to find sim2's engine gone")
     left = time.monotonic() - stopped
+    alerts = wait_for(
+        lambda: sim_prometheus('ALERTS{alertname="VllmEngineDown"}'), 60, "the fleet's alert on sim2's engine"
+    )
+    assert set(alerts) == {("sim2", "vllm")}  # pending, then firing after engine_down_for: it names the host
     before = engine_successes("sim")
     assert chat_through_the_fleet(smoke.model.served_name) == ["length"] * AT_ONCE
     assert engine_successes("sim") - before == AT_ONCE
@@ -190,6 +249,12 @@ def test_a_lost_engine_leaves_the_router_and_a_deploy_brings_it_back(fleet_deplo
     back = time.monotonic() - deployed
     print(f"\nsim2's engine left the router {left:.0f} s after it stopped, and was back {back:.0f} s after the deploy")
     assert all(served_by_both(smoke.model.served_name))
+
+
+def test_down_takes_sim2_out_of_the_fleets_prometheus(fleet_deployed) -> None:
+    succeeded(invoke("down", "--host", "sim2"))
+    assert sim_root(f"test -e {SIM2_TARGETS}").returncode != 0
+    wait_for(lambda: not sim_prometheus('up{host="sim2"}'), 60, "sim's Prometheus to drop sim2's targets")
 
 
 def test_sim2_is_removed_with_its_data_and_sim_keeps_the_network(sim2, docker_client) -> None:
