@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from station import paths
 from station.bench import accuracy, capture, cost, gate, ladder, measure, runs, traffic
+from station.bench import fleet as fleet_bench
 from station.deploy import actions, argcheck, delivery, inventory, lock, sim, tunnel
 from station.deploy import agent_check as agents
 from station.errors import StationError
@@ -177,7 +178,7 @@ def check_agents(c, host=None, recipe=None):
 @task(
     name="smoke-bench",
     help={
-        "host": HOST_HELP,
+        "host": HOST_HELP + "; or a fleet (its group), measured through its router, the profile scaled to its size",
         "recipe": RECIPE_HELP,
         "profile": "Traffic profile: random (the recipe's bench, vLLM's benchmark on the host) or one under "
         "recipes/profiles/ (agentic ones replay conversations with AIPerf from this machine); default: the recipe's",
@@ -191,18 +192,23 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
     host, name = host_and_recipe(c, host, recipe)
     with user_errors():
         recipe = recipes.load(name)
+        fleet = fleet_bench.of(host)
+    host = fleet.router if fleet else host
     profile = profile or recipe.profile
     if profile != profiles.RANDOM:
         with on_host(host, "smoke-bench"):
-            replay_agentic(host, recipe, profiles.load(profile), baseline)
+            replay_agentic(host, recipe, profiles.load(profile), baseline, fleet)
         return
+    recipe = fleet_bench.scaled(recipe, fleet) if fleet else recipe
     margins = gate.margins(c.config.station.gate, max_throughput_drop, max_ttft_rise)
     with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None
         if base:
             gate.require_usable_baseline(base, recipe)
-        run = measure.smoke_bench(host, recipe, console)
+        run = measure.smoke_bench(host, recipe, console, fleet=fleet)
         console.print(report.bench(run))
+        if run.fleet:
+            console.print(report.fleet(run.fleet))
         console.print(f"Result with provenance: {run.record_path}")
         if run.problems:
             raise StationError("not a valid measurement: " + "; ".join(run.problems), "see bench.log beside it")
@@ -211,11 +217,15 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
             console.print(f"[green]No regression[/] against {baseline} (margins {margins}).", highlight=False)
 
 
-def replay_agentic(host: str, recipe: recipes.Recipe, profile: profiles.AgenticProfile, baseline: str) -> None:
+def replay_agentic(
+    host: str, recipe: recipes.Recipe, profile: profiles.AgenticProfile, baseline: str, fleet: fleet_bench.Fleet | None
+) -> None:
     if baseline:
         raise StationError("--baseline gates the random profile only", "drop --baseline, or --profile random")
-    run = measure.agentic_bench(host, recipe, profile, console)
+    run = measure.agentic_bench(host, recipe, fleet_bench.scaled_profile(profile, fleet), console, fleet)
     console.print(report.agentic(run))
+    if run.fleet:
+        console.print(report.fleet(run.fleet))
     console.print(f"Result with provenance: {run.record_path}")
     if run.problems:
         raise StationError("not a valid measurement: " + "; ".join(run.problems), "see aiperf/aiperf.log beside it")

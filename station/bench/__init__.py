@@ -1,6 +1,7 @@
 """Benchmarks and evidence: measurements on a host, the records they leave, and what is judged from them.
 
 measure.py       smoke-bench (vLLM's benchmark on the host), agentic replays (AIPerf), replays against a candidate
+fleet.py         a fleet measured through its router, each host's share from its engine's counters
 bench_result.py  vLLM's benchmark result, parsed and checked
 agentic.py       agentic sessions replayed with AIPerf, and what agents feel
 telemetry.py     GPU telemetry beside a run: power, energy, tokens per joule

@@ -12,8 +12,10 @@ from typing import Any
 from rich.console import Console
 
 from station.bench import agentic, bench_result, provenance, runs, telemetry
+from station.bench import fleet as fleet_bench
 from station.bench.agentic import AgenticMetrics
-from station.bench.records import HostFacts, RunRecord
+from station.bench.fleet import Fleet
+from station.bench.records import FleetFigures, HostFacts, RunRecord
 from station.deploy import inventory, keys, playbook, tunnel
 from station.recipes import render
 from station.recipes.profiles import AgenticProfile
@@ -29,6 +31,7 @@ class BenchRun:
     telemetry: telemetry.TelemetrySummary
     record_path: Path
     seconds: float
+    fleet: FleetFigures | None = None
 
 
 def host_facts(out: Path) -> HostFacts:
@@ -36,13 +39,18 @@ def host_facts(out: Path) -> HostFacts:
     return HostFacts.model_validate_json((out / "host.json").read_text())
 
 
-def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, Any] | None = None) -> BenchRun:
-    """Benchmark the deployed engine; `context` (e.g. the ladder and step) is recorded with the result."""
-    started = time.monotonic()
+def smoke_bench(
+    host: str, recipe: Recipe, console: Console, context: dict[str, Any] | None = None, fleet: Fleet | None = None
+) -> BenchRun:
+    """Benchmark the deployed engine, or a `fleet` through its router (`host` is the router's, `recipe` scaled to
+    the fleet); `context` (e.g. the ladder and step) is recorded with the result."""
+    started, began = time.monotonic(), time.time()
     inventory.host_vars(host)
     run_id = runs.new_id(host, recipe.name)
     out = runs.folder(run_id)
     extra = render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}
+    if fleet:
+        extra["vllm_bench_target_url"] = fleet_bench.router_url(fleet)
     playbook.run("bench", host, extra, console)
     result = bench_result.parse(out / "bench.json")
     problems = bench_result.problems(result, recipe.bench)
@@ -58,10 +66,11 @@ def smoke_bench(host: str, recipe: Recipe, console: Console, context: dict[str, 
         problems=problems,
         telemetry=gpu_telemetry,
         reference=recipe.reference.model_dump() if recipe.reference else None,
+        fleet=fleet_bench.figures(fleet, began, console) if fleet else None,
         provenance=provenance.record(recipe, host, host_facts(out)),
     )
     path = runs.write(record)
-    return BenchRun(run_id, recipe, result, problems, gpu_telemetry, path, time.monotonic() - started)
+    return BenchRun(run_id, recipe, result, problems, gpu_telemetry, path, time.monotonic() - started, record.fleet)
 
 
 @dataclass(frozen=True)
@@ -73,11 +82,15 @@ class AgenticRun:
     problems: list[str]
     record_path: Path
     seconds: float
+    fleet: FleetFigures | None = None
 
 
-def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: Console) -> AgenticRun:
-    """Replay an agentic profile against the deployed engine with AIPerf on this machine; record it like a bench."""
-    started = time.monotonic()
+def agentic_bench(
+    host: str, recipe: Recipe, profile: AgenticProfile, console: Console, fleet: Fleet | None = None
+) -> AgenticRun:
+    """Replay an agentic profile against the deployed engine with AIPerf on this machine, through the host's
+    router (a `fleet`'s, on its router's host); record it like a bench."""
+    started, began = time.monotonic(), time.time()
     profile.require_fits(recipe)
     key = keys.api_key(host)
     run_id = runs.new_id(host, f"{recipe.name}-{profile.name}")
@@ -97,10 +110,11 @@ def agentic_bench(host: str, recipe: Recipe, profile: AgenticProfile, console: C
         metrics=metrics,
         problems=problems,
         reference={"per_user_tok_s": profile.per_user_target_tok_s} if profile.per_user_target_tok_s else None,
+        fleet=fleet_bench.figures(fleet, began, console) if fleet else None,
         provenance=provenance.record(recipe, host, host_facts(out)),
     )
     path = runs.write(record)
-    return AgenticRun(run_id, recipe, profile, metrics, problems, path, time.monotonic() - started)
+    return AgenticRun(run_id, recipe, profile, metrics, problems, path, time.monotonic() - started, record.fleet)
 
 
 def replay(

@@ -161,6 +161,29 @@ class RunProvenance(BaseModel):
 Kind = Literal["smoke-bench", "ladder-step", "agentic"]
 
 
+class HostShare(BaseModel):
+    """One host's part of a fleet's run, from its engine's own counters: what it served in the run's window."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    requests: float
+    output_tokens: float
+    share: float  # of the fleet's output tokens
+    prefix_cache_hit_rate: float | None  # None: the engine looked up no prefix
+
+
+class FleetFigures(BaseModel):
+    """A run sent to a fleet's router: each host's share, and the requests the router sent again."""
+
+    model_config = ConfigDict(frozen=True)
+
+    router: str  # the host whose router took the run
+    policy: str  # the router's routing policy
+    shares: list[HostShare]
+    retries: float
+
+
 class RunRecord(Versioned):
     """results/<run id>/result.json: the figures, why they are no measurement if they are not, and provenance."""
 
@@ -173,6 +196,7 @@ class RunRecord(Versioned):
     problems: list[str] = []
     telemetry: TelemetrySummary | None = None  # GPU telemetry; none for agentic replays
     reference: dict[str, Any] | None = None  # the figure the recipe or profile is measured against
+    fleet: FleetFigures | None = None  # a run through a fleet's router: each host's share
     provenance: RunProvenance
 
     @field_validator("telemetry", mode="before")

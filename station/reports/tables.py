@@ -10,6 +10,7 @@ from station.bench import agentic as agentic_client
 from station.bench.accuracy import AccuracyRun
 from station.bench.cost import Cost, Scenario
 from station.bench.measure import AgenticRun, BenchRun
+from station.bench.records import FleetFigures
 from station.bench.telemetry import TelemetrySummary
 from station.bench.traffic import Drift, TrafficProfile
 from station.deploy.actions import Deployment, Provisioning
@@ -96,6 +97,20 @@ def bench(run: BenchRun) -> Table:
     table.add_row("Achieved concurrency", f"{result.achieved_concurrency:.1f} of {result.max_concurrency}{bound}", "")
     table.add_row("Duration (s)", f"{result.duration:.1f}", "")
     table.add_row("GPU telemetry", gpu_telemetry(run.telemetry), "")
+    return table
+
+
+def fleet(figures: FleetFigures) -> Table:
+    """Each host's share of a run through its fleet's router, from the host's own engine counters."""
+    title = f"Through {figures.router}'s router ({figures.policy}): each host's share, from its engine's counters"
+    table = Table(title=title, title_justify="left", caption=f"Router retries: {figures.retries:,.0f}")
+    for column in ("Host", "Requests", "Output tokens", "Share", "Prefix-cache hit rate"):
+        table.add_column(column, justify="left" if column == "Host" else "right")
+    for share in figures.shares:
+        hit_rate = "-" if share.prefix_cache_hit_rate is None else f"{share.prefix_cache_hit_rate:.1%}"
+        table.add_row(
+            share.host, f"{share.requests:,.0f}", f"{share.output_tokens:,.0f}", f"{share.share:.1%}", hit_rate
+        )
     return table
 
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import openai
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
+from station import paths
+from station.bench.records import RunRecord
 from station.deploy import inventory, keys, sim, tunnel
 from station.generators import dashboards
-from tests.conftest import host_section
+from tests.conftest import ansible_module, host_section
 from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded, wait_for
 from tests.integration.sim.conftest import (
     READ_URL,
@@ -94,6 +98,31 @@ def chat_through_the_fleet(model: str, count: int = AT_ONCE) -> list[str]:
 
         with ThreadPoolExecutor(count) as pool:
             return list(pool.map(chat, range(count)))
+
+
+def fleet_recipe(folder: Path, name: str, **bench: int) -> str:
+    """cpu-smoke (what the fleet runs) with a benchmark of its own, as a recipe file: its engine is the same."""
+    data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
+    data["name"], data["bench"] = name, data["bench"] | bench
+    path = folder / f"{name}.yml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def fleet_bench(recipe: str) -> tuple[Invocation, RunRecord]:
+    """`invoke smoke-bench --host sims`: vLLM's benchmark on sim, through its router, and the record it wrote."""
+    name = yaml.safe_load(Path(recipe).read_text())["name"]
+    before = set(paths.RESULTS.glob(f"*-sim-{name}"))
+    run = invoke("smoke-bench", "--host", "sims", "--recipe", recipe)
+    (run_dir,) = set(paths.RESULTS.glob(f"*-sim-{name}")) - before
+    return run, RunRecord.model_validate_json((run_dir / "result.json").read_text())
+
+
+def in_flight(name: str) -> float:
+    """Requests a simulated host's live engine is serving or holding, from its own gauges."""
+    return ansible_module("plugins/filter/station_filters.py").in_flight(
+        read_on(name, "vllm_server", "vllm_server_port", "/metrics")
+    )
 
 
 def fleet_panel(title: str) -> str:
@@ -225,23 +254,56 @@ def test_a_drained_host_finishes_its_requests_and_gets_none_until_undrained(flee
     assert all(served_by_both(smoke.model.served_name))
 
 
-def test_a_lost_engine_leaves_the_router_and_a_deploy_brings_it_back(fleet_deployed, smoke) -> None:
-    """sim2's engine stops: the router's health checks take it out, and every chat is served by sim's; `deploy`
-    starts it again, and the router sends to it again."""
+def test_the_fleets_benchmark_goes_through_its_router_and_counts_each_hosts_share(fleet_deployed, tmp_path) -> None:
+    """`smoke-bench --host sims`: the recipe's load for each host, sent to sim's router; each engine's own
+    counters, on the fleet's Prometheus, show its share."""
+    wait_for(lambda: all(sim_router_health().values()), 60, "sim's router to find both engines healthy")
+    recipe = fleet_recipe(tmp_path, "cpu-smoke-fleet", input_len=64, output_len=64, concurrency=4, num_prompts=16)
+    run, record = fleet_bench(recipe)
+    print(f"\nthe fleet's benchmark took {run.seconds:.0f} s:\n{run.output[-2500:]}")
+    succeeded(run)
+    assert (record.metrics.completed, record.metrics.failed, record.metrics.max_concurrency) == (32, 0, 8)
+    shares = {share.host: share for share in record.fleet.shares}
+    assert set(shares) == {"sim", "sim2"} and record.fleet.router == "sim"
+    assert all(share.requests > 0 and share.output_tokens > 0 for share in shares.values()), shares
+    assert sum(share.share for share in shares.values()) == pytest.approx(1)
+    assert "each host's share, from its engine's counters" in run.output
+
+
+def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_flight(
+    fleet_deployed, smoke, tmp_path
+) -> None:
+    """sim2's engine stops while the fleet's benchmark runs: the requests it was serving fail (the report counts
+    them), the router's health checks take it out and sim serves the rest; `deploy` starts it again, and the router
+    sends to it again."""
     fleet = fleet_engine_url("sim2")
     wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
     engine = inventory.setting(inventory.host_vars("sim2"), "vllm_server", "vllm_server_container_name")
-    assert sim_root(f"docker stop {engine}", "sim2").returncode == 0
-    stopped = time.monotonic()
-    wait_for(lambda: sim_router_health().get(fleet) is False, 120, "sim's router to find sim2's engine gone")
-    left = time.monotonic() - stopped
+    recipe = fleet_recipe(tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=512, concurrency=8, num_prompts=96)
+    with ThreadPoolExecutor(1) as pool:
+        benchmark = pool.submit(fleet_bench, recipe)
+        wait_for(lambda: in_flight("sim2") >= 4, 300, "sim2's engine to serve the fleet's benchmark")
+        serving = in_flight("sim2")
+        assert sim_root(f"docker stop {engine}", "sim2").returncode == 0
+        stopped = time.monotonic()
+        wait_for(lambda: sim_router_health().get(fleet) is False, 120, "sim's router to find sim2's engine gone")
+        left = time.monotonic() - stopped
+        run, record = benchmark.result()
+    print(f"\nsim2's engine stopped with {serving:.0f} requests in flight; the benchmark: {run.output[-2500:]}")
+    failed = record.metrics.failed
+    print(f"{failed} of {record.metrics.completed + failed} requests failed; sim2 was serving {serving:.0f}")
+    assert "Completed / failed" in run.output and (run.returncode == 1) == (failed > 0)  # a failure is no measurement
+    assert record.metrics.completed + failed == 192
+    # At most what was in flight when the engine stopped: the client never has more than its concurrency in flight,
+    # and the router sends the lost host's new requests (refused) to sim's engine.
+    assert failed <= record.metrics.max_concurrency
     alerts = wait_for(
         lambda: sim_prometheus('ALERTS{alertname="VllmEngineDown"}'), 60, "the fleet's alert on sim2's engine"
     )
     assert set(alerts) == {("sim2", "vllm")}  # pending, then firing after engine_down_for: it names the host
     before = engine_successes("sim")
     assert chat_through_the_fleet(smoke.model.served_name) == ["length"] * AT_ONCE
-    assert engine_successes("sim") - before == AT_ONCE
+    assert engine_successes("sim") - before == AT_ONCE  # out of the rotation
 
     succeeded(invoke("deploy", "--host", "sim2", "--no-agent-check"))
     deployed = time.monotonic()
