@@ -131,11 +131,15 @@ def indexed_run(**fields: object) -> IndexEntry:
 
 
 def stored_run(
-    run_id: str, throughput: float = 1000, power: float | None = None, problems: tuple[str, ...] = ()
+    run_id: str,
+    throughput: float = 1000,
+    power: float | None = None,
+    problems: tuple[str, ...] = (),
+    of: str = "cpu-smoke",
 ) -> RunRecord:
-    """A cpu-smoke run written to results/ (wherever the test points paths.RESULTS): the fixture benchmark's
-    figures at `throughput`, with GPU power when `power` is given."""
-    smoke = recipe.load("cpu-smoke")
+    """A run of recipe `of` (cpu-smoke) written to results/ (wherever the test points paths.RESULTS): the fixture
+    benchmark's figures at `throughput`, with GPU power when `power` is given."""
+    smoke = recipe.load(of)
     metrics = bench_result.parse(FIXTURES / "bench-result.json").model_copy(update={"output_throughput": throughput})
     gpu = GpuFacts(present=True, count=1, gpus=[GpuDevice(name="NVIDIA H200")]) if power else GpuFacts(present=False)
     facts = HostFacts(host=HostMachine(name="local"), gpu=gpu, engine=EngineFacts(image_id="sha256:abc"))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 import testinfra
+import yaml
 from rich.console import Console
 
 from station import paths
@@ -41,6 +43,16 @@ def read_on(name: str, role: str, port_setting: str, path: str) -> str:
     asked = sim_root(f"python3 -c \"{READ_URL}\" 'http://127.0.0.1:{port}{path}' {keys.api_key(name)}", name)
     assert asked.returncode == 0, asked.stdout + asked.stderr
     return asked.stdout
+
+
+def smoke_with_bench(folder: Path, name: str, **bench: int) -> str:
+    """cpu-smoke with a benchmark of its own, as a recipe file: the same engine (a bench checks only that), a
+    smaller load than the published shape cpu-smoke mirrors."""
+    data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
+    data["name"], data["bench"] = name, data["bench"] | bench
+    path = folder / f"{name}.yml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
 
 
 def sim_prometheus(expr: str) -> dict[tuple[str, str], float]:

@@ -33,6 +33,7 @@ from tests.integration.sim.conftest import (
     sim_root,
     sim_router_health,
     sim_router_workers,
+    smoke_with_bench,
 )
 
 # Run on a simulated host: the first bytes of the sshd at an address of the private network
@@ -98,15 +99,6 @@ def chat_through_the_fleet(model: str, count: int = AT_ONCE) -> list[str]:
 
         with ThreadPoolExecutor(count) as pool:
             return list(pool.map(chat, range(count)))
-
-
-def fleet_recipe(folder: Path, name: str, **bench: int) -> str:
-    """cpu-smoke (what the fleet runs) with a benchmark of its own, as a recipe file: its engine is the same."""
-    data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
-    data["name"], data["bench"] = name, data["bench"] | bench
-    path = folder / f"{name}.yml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
 
 
 def fleet_bench(recipe: str) -> tuple[Invocation, RunRecord]:
@@ -258,7 +250,7 @@ def test_the_fleets_benchmark_goes_through_its_router_and_counts_each_hosts_shar
     """`smoke-bench --host sims`: the recipe's load for each host, sent to sim's router; each engine's own
     counters, on the fleet's Prometheus, show its share."""
     wait_for(lambda: all(sim_router_health().values()), 60, "sim's router to find both engines healthy")
-    recipe = fleet_recipe(tmp_path, "cpu-smoke-fleet", input_len=64, output_len=64, concurrency=4, num_prompts=16)
+    recipe = smoke_with_bench(tmp_path, "cpu-smoke-fleet", input_len=64, output_len=64, concurrency=4, num_prompts=16)
     run, record = fleet_bench(recipe)
     print(f"\nthe fleet's benchmark took {run.seconds:.0f} s:\n{run.output[-2500:]}")
     succeeded(run)
@@ -279,7 +271,9 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     fleet = fleet_engine_url("sim2")
     wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
     engine = inventory.setting(inventory.host_vars("sim2"), "vllm_server", "vllm_server_container_name")
-    recipe = fleet_recipe(tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=512, concurrency=8, num_prompts=96)
+    recipe = smoke_with_bench(
+        tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=512, concurrency=8, num_prompts=96
+    )
     with ThreadPoolExecutor(1) as pool:
         benchmark = pool.submit(fleet_bench, recipe)
         wait_for(lambda: in_flight("sim2") >= 4, 300, "sim2's engine to serve the fleet's benchmark")
