@@ -212,15 +212,16 @@ def test_a_fleets_engines_are_reached_on_their_private_address_and_the_fleets_po
     assert urls == ["http://10.0.0.12:8100", "http://10.0.0.13:8300"]
 
 
-def test_a_fleet_hosts_engine_and_exporters_are_its_router_hosts_targets_on_its_private_address() -> None:
-    """The jobs the fleet publishes, at their fleet ports, labelled with job and host; its router is not one."""
-    jobs = [{"name": "vllm", "targets": ["engine:8000"]}, {"name": "vllm_router", "targets": ["router:8000"]}]
-    jobs.append({"name": "node", "targets": ["node:9100"]})
-    targets = _filters().fleet_scrape_targets(jobs, "10.0.0.12", {"vllm": 8100, "node": 9100, "dcgm": 9400}, "dgx02")
-    assert targets == [
-        {"targets": ["10.0.0.12:8100"], "labels": {"job": "vllm", "host": "dgx02"}},
-        {"targets": ["10.0.0.12:9100"], "labels": {"job": "node", "host": "dgx02"}},
-    ]
+def test_a_fleets_other_hosts_are_its_router_hosts_targets_on_their_private_address() -> None:
+    hostvars = {
+        "dgx02": {"vllm_server_fleet_address": "10.0.0.12"},
+        "dgx03": {"vllm_server_fleet_address": "10.0.0.13"},
+    }
+    targets = _filters().fleet_scrape_targets(["dgx02", "dgx03"], hostvars, {"vllm": 8100, "node": 9100})
+    assert targets == {
+        "vllm": [{"targets": ["10.0.0.12:8100"], "host": "dgx02"}, {"targets": ["10.0.0.13:8100"], "host": "dgx03"}],
+        "node": [{"targets": ["10.0.0.12:9100"], "host": "dgx02"}, {"targets": ["10.0.0.13:9100"], "host": "dgx03"}],
+    }
 
 
 @pytest.mark.parametrize(("bind", "local"), [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.7", "10.0.0.7")])
@@ -360,17 +361,19 @@ def test_a_renamed_engine_on_another_port_is_what_the_benchmark_and_prometheus_r
     jobs = {job["job_name"]: job for job in yaml.safe_load((tmp_path / "prometheus.yml").read_text())["scrape_configs"]}
     assert jobs["vllm"]["static_configs"][0]["targets"] == ["engine-x:8300"]
     assert jobs["vllm"]["authorization"]["credentials_file"]  # scraped with the engine's key
-    assert "fleet" not in jobs  # a host outside any fleet
+    assert len(jobs["vllm"]["static_configs"]) == 1  # a host outside any fleet scrapes its own engine only
 
 
-def test_a_fleets_router_host_scrapes_the_targets_its_other_hosts_list(tmp_path, monkeypatch) -> None:
+def test_a_fleets_router_host_scrapes_each_other_host_of_the_fleet_by_name(tmp_path, monkeypatch) -> None:
+    """The wiring rendered as on a fleet's router host whose fleet is sim2: its engine job has sim2's engine too, at
+    sim2's private address on the fleet's port, labelled with its name, scraped with the same (the fleet's) key."""
     monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
     monkeypatch.setattr(paths, "STATE", tmp_path / "state")
-    extra = {"station_fleet_router": "local", "wiring_out": str(tmp_path)}
+    extra = {"station_fleet_hosts": ["sim2"], "wiring_out": str(tmp_path)}
     playbook.run_file(FIXTURES / "playbooks" / "wiring.yml", "local", extra, Console(record=True))
     jobs = {job["job_name"]: job for job in yaml.safe_load((tmp_path / "prometheus.yml").read_text())["scrape_configs"]}
-    assert jobs["fleet"]["file_sd_configs"][0]["files"] == ["/etc/prometheus-fleet/*.json"]
-    assert jobs["fleet"]["authorization"]["credentials_file"] == jobs["vllm"]["authorization"]["credentials_file"]
+    assert jobs["vllm"]["static_configs"][1] == {"targets": ["172.30.99.11:8100"], "labels": {"host": "sim2"}}
+    assert jobs["vllm"]["authorization"]["credentials_file"]
 
 
 @pytest.mark.parametrize(

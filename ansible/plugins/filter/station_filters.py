@@ -24,14 +24,13 @@ def fleet_engine_urls(hosts: list[str], hostvars: Any) -> list[str]:
     ]
 
 
-def fleet_scrape_targets(jobs: list[dict[str, Any]], address: str, ports: dict[str, int], host: str) -> list[dict]:
-    """A fleet host's scrape jobs as Prometheus file_sd target groups for its router host's Prometheus: each job this
-    host runs that the fleet publishes (`ports`, by job name), at its private address, labelled with job and host."""
-    return [
-        {"targets": [f"{address}:{ports[job['name']]}"], "labels": {"job": job["name"], "host": host}}
-        for job in jobs
-        if job["name"] in ports
-    ]
+def fleet_scrape_targets(hosts: list[str], hostvars: Any, ports: dict[str, int]) -> dict[str, list[dict]]:
+    """A fleet router host's Prometheus jobs for the fleet's other hosts: job name → each host's target at its private
+    address on the fleet's port for that job (vllm_server_fleet_address, station_fleet_ports), with its name."""
+    return {
+        job: [{"targets": [f"{hostvars[host]['vllm_server_fleet_address']}:{port}"], "host": host} for host in hosts]
+        for job, port in ports.items()
+    }
 
 
 IN_FLIGHT = re.compile(r"^vllm:num_requests_(?:running|waiting)\{[^}]*\} (\S+)$", re.MULTILINE)
