@@ -198,10 +198,11 @@ def test_the_fleets_router_serves_through_both_engines(fleet_deployed, smoke) ->
 def test_the_dashboards_fleet_row_shows_each_hosts_share(fleet_deployed) -> None:
     """The serving dashboard's fleet row, on the fleet's Prometheus, after both engines served chats: the fleet's
     tokens/s, and a share for each host that adds up to the whole."""
-    shares = wait_for(
+    shares = wait_for(  # until a scrape after the last chat
         lambda: (
             (found := sim_prometheus(fleet_panel("Fleet: each host's share of output tokens")))
             and len(found) == 2
+            and all(found.values())
             and found
         ),
         60,
