@@ -51,7 +51,7 @@ def smoke_with_bench(folder: Path, name: str, **bench: int) -> str:
     data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
     data["name"], data["bench"] = name, data["bench"] | bench
     path = folder / f"{name}.yml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump(data, sort_keys=False))  # the engine arguments in order: the same hash
     return str(path)
 
 
