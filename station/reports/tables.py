@@ -102,8 +102,9 @@ def bench(run: BenchRun) -> Table:
 
 def fleet(figures: FleetFigures) -> Table:
     """Each host's share of a run through its fleet's router, from the host's own engine counters."""
-    title = f"Through {figures.router}'s router ({figures.policy}): each host's share, from its engine's counters"
-    table = Table(title=title, title_justify="left", caption=f"Router retries: {figures.retries:,.0f}")
+    title = f"Each host's share, through {figures.router}'s router ({figures.policy})"
+    caption = f"Counted by each host's engine; router retries: {figures.retries:,.0f}"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in ("Host", "Requests", "Output tokens", "Share", "Prefix-cache hit rate"):
         table.add_column(column, justify="left" if column == "Host" else "right")
     for share in figures.shares:

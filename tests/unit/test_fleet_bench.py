@@ -48,5 +48,5 @@ def test_the_fleet_table_shows_each_hosts_share_and_the_retries() -> None:
     console = Console(record=True, width=160)
     console.print(tables.fleet(figures))
     shown = console.export_text()
-    assert "sim's router (cache_aware)" in shown and "Router retries: 3" in shown
+    assert "through sim's router (cache_aware)" in shown and "router retries: 3" in shown
     assert "60.0%" in shown and "25.0%" in shown and "100,000" in shown
