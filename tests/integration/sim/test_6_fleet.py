@@ -202,7 +202,7 @@ def test_the_dashboards_fleet_row_shows_each_hosts_share(fleet_deployed) -> None
         lambda: (
             (found := sim_prometheus(fleet_panel("Fleet: each host's share of output tokens")))
             and len(found) == 2
-            and all(found.values())
+            and all(share > 0 for share in found.values())  # not 0, nor NaN (0/0: no scrape since the chats)
             and found
         ),
         60,
