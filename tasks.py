@@ -199,7 +199,7 @@ def smoke_bench(c, host=None, recipe=None, profile="", baseline="", max_throughp
         with on_host(host, "smoke-bench"):
             replay_agentic(host, recipe, profiles.load(profile), baseline, fleet)
         return
-    recipe = fleet_bench.scaled(recipe, fleet) if fleet else recipe
+    recipe = fleet_bench.scaled(recipe, fleet)
     margins = gate.margins(c.config.station.gate, max_throughput_drop, max_ttft_rise)
     with on_host(host, "smoke-bench"):
         base = runs.select([baseline])[0] if baseline else None

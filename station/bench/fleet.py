@@ -34,9 +34,11 @@ def of(spec: str) -> Fleet | None:
     return Fleet(router, [router, *(host for host in hosts if host != router)]) if router in hosts else None
 
 
-def scaled(recipe: Recipe, fleet: Fleet) -> Recipe:
+def scaled(recipe: Recipe, fleet: Fleet | None) -> Recipe:
     """The recipe with its benchmark's concurrency, prompts and warm-ups multiplied by the fleet's size: each host
-    gets the load the recipe gives one."""
+    gets the load the recipe gives one (as it is, for one host)."""
+    if not fleet:
+        return recipe
     size = len(fleet.hosts)
     bench = recipe.bench
     more = {"concurrency": bench.concurrency * size, "num_prompts": bench.num_prompts * size}

@@ -30,6 +30,7 @@ def test_the_fleets_load_is_the_recipes_for_each_of_its_hosts() -> None:
         2 * smoke.bench.warmups,
     )
     assert scaled.input_len == smoke.bench.input_len and scaled.output_len == smoke.bench.output_len
+    assert fleet.scaled(smoke, None) == smoke
     agentic = profiles.load("agentic-cpu")
     assert fleet.scaled_profile(agentic, fleet.Fleet("sim", ["sim", "sim2"])).sessions == 2 * agentic.sessions
     assert fleet.scaled_profile(agentic, None) == agentic
