@@ -531,7 +531,6 @@ def open_tunnel(c, host=None, print_only=False):
         "replicas": "Engines (default: 1); the router finds each by label",
         "cpu": "CPU each engine requests, e.g. 16",
         "memory": "Memory each engine requests, e.g. 64Gi",
-        "policy": "Router policy (default: the router role's, cache_aware); round_robin, power_of_two, ...",
         "model_cache_claim": "PersistentVolumeClaim that keeps the weights across restarts (default: none, emptyDir)",
         "kubernetes": f"Kubernetes version whose schemas validate the output (default: {k8s.KUBERNETES_VERSION})",
         "out": "File to write (default: results/exports/RECIPE.k8s.yaml)",
@@ -547,7 +546,6 @@ def export(
     replicas=1,
     cpu="",
     memory="",
-    policy="",
     model_cache_claim="",
     kubernetes="",
     out="",
@@ -565,7 +563,6 @@ def export(
             replicas=int(replicas),
             cpu=cpu,
             memory=memory,
-            policy=policy,
             model_cache_claim=model_cache_claim,
             kubernetes=kubernetes,
         )

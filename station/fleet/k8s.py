@@ -2,7 +2,8 @@
 
 The engines are the recipe's `vllm serve`, argv for argv (station.recipes.render), with the same key on every
 route (station's middleware, from a ConfigMap) and the same drain on stop. vLLM's router finds them by label
-(its Kubernetes pod discovery), with the policy and health interval station's router role uses on a host.
+(its Kubernetes pod discovery), with the recipe's routing and the health interval station's router role uses on a
+host.
 Prometheus Operator scrapes both through ServiceMonitors; a NetworkPolicy lets only the router and the
 monitoring namespace reach the engines. Secrets are referenced, never rendered: the cluster holds them.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import kubernetes_validate
 import yaml
@@ -60,8 +61,6 @@ class Placement(BaseModel):
     replicas: Annotated[int, Field(ge=1)] = 1
     cpu: str | None = Field(None, description="CPU each engine requests, e.g. 16 or 500m")
     memory: str | None = Field(None, description="Memory each engine requests, e.g. 64Gi")
-    # No default here: placement() gives the router role's (vllm_router_policy), the one source of it.
-    policy: Literal["cache_aware", "round_robin", "power_of_two", "consistent_hash", "random"]
     model_cache_claim: str | None = Field(None, pattern=DNS_LABEL, description="PersistentVolumeClaim for weights")
     monitoring_namespace: str = Field("monitoring", pattern=DNS_LABEL)
     kubernetes: str = Field(KUBERNETES_VERSION, pattern=r"^1\.[0-9]+$")
@@ -105,7 +104,6 @@ def placement(recipe: Recipe, **given: Any) -> Placement:
                 f"a cluster cannot pull the {field.split('_')[0]} image of {recipe.name}: station builds it",
                 f"push station's build to a registry your cluster pulls from and pass {option} NAME:TAG@sha256:DIGEST",
             )
-    chosen.setdefault("policy", inventory.role_default("vllm_router", "vllm_router_policy"))
     try:
         return Placement(**chosen)
     except ValidationError as exc:
@@ -327,7 +325,7 @@ def router_args(recipe: Recipe, where: Placement) -> list[str]:
     return [
         "--host=127.0.0.1",
         f"--port={behind_gate}",
-        f"--policy={where.policy}",
+        *render.routing_args(recipe),
         "--service-discovery",
         "--selector",
         *engines,

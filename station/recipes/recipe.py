@@ -158,6 +158,34 @@ class BenchProfile(_Strict):
         return self
 
 
+CACHE_AWARE_SETTINGS = ("cache_threshold", "balance_abs_threshold", "balance_rel_threshold")
+# vllm-router 0.1.17's policies but kv_aware, which needs the engines' KV events (station does not publish them).
+RouterPolicy = Literal["cache_aware", "round_robin", "power_of_two", "consistent_hash", "random", "sticky_least_loaded"]
+
+
+class Router(_Strict):
+    """How vLLM's router spreads requests over a fleet's engines (with one engine it has no choice to make).
+
+    cache_aware sends a request to the engine whose cache best matches its prefix, unless the engines' loads
+    differ by more than balance_abs_threshold requests and balance_rel_threshold times: then to the least busy.
+    Unset thresholds are vllm-router's own (0.3, 64, 1.5)."""
+
+    policy: RouterPolicy = "cache_aware"
+    cache_threshold: float | None = Field(None, ge=0, le=1, description="Share of a prompt matched to follow it")
+    balance_abs_threshold: int | None = Field(None, ge=0, description="Requests more than the least busy engine")
+    balance_rel_threshold: float | None = Field(None, ge=1, description="Times the least busy engine's requests")
+
+    @model_validator(mode="after")
+    def _thresholds_are_cache_aware(self) -> Router:
+        given = [name for name in CACHE_AWARE_SETTINGS if getattr(self, name) is not None]
+        if given and self.policy != "cache_aware":
+            raise ValueError(
+                f"{', '.join(given)}: settings of the cache_aware policy, not {self.policy}; "
+                "remove them or set policy: cache_aware"
+            )
+        return self
+
+
 class Reference(_Strict):
     """A published figure to compare a measurement against."""
 
@@ -173,6 +201,7 @@ class Recipe(_Strict):
     model: Model
     engine: Engine
     bench: BenchProfile
+    router: Router = Router()
     profile: str = Field(
         "random",
         pattern=NAME,

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from station.errors import StationError
-from station.recipes.recipe import ArgValue, Recipe
+from station.recipes.recipe import CACHE_AWARE_SETTINGS, ArgValue, Recipe
 
 FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -120,6 +120,13 @@ def config_hash(recipe: Recipe) -> str:
     return hashlib.sha256(json.dumps(engine, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def routing_args(recipe: Recipe) -> list[str]:
+    """vllm-router's arguments for the recipe's routing: its policy, then the settings the recipe gives it."""
+    router = recipe.router
+    settings = router.model_dump(include=set(CACHE_AWARE_SETTINGS), exclude_none=True)
+    return [f"--policy={router.policy}", *(f"--{name.replace('_', '-')}={value}" for name, value in settings.items())]
+
+
 def allowed_origins(recipe: Recipe) -> list[str]:
     """The web origins the recipe lets call the API from a browser (none unless it names them)."""
     origins = recipe.engine.args.get("allowed-origins", [])
@@ -143,6 +150,7 @@ def engine_vars(recipe: Recipe) -> dict[str, Any]:
         "vllm_server_health_timeout_s": recipe.engine.health_timeout_s,
         "vllm_server_config_hash": config_hash(recipe),
         "vllm_router_cors_allowed_origins": allowed_origins(recipe),
+        "vllm_router_routing": routing_args(recipe),
     }
 
 

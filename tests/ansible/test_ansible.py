@@ -376,6 +376,27 @@ def test_a_fleets_router_host_scrapes_each_other_host_of_the_fleet_by_name(tmp_p
     assert jobs["vllm"]["authorization"]["credentials_file"]
 
 
+def test_the_router_routes_with_the_arguments_the_recipe_renders(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    routing = ["--policy=cache_aware", "--balance-abs-threshold=8"]
+    extra = {"vllm_router_routing": routing, "wiring_out": str(tmp_path)}
+    playbook.run_file(FIXTURES / "playbooks" / "wiring.yml", "local", extra, Console(record=True))
+    command = json.loads((tmp_path / "router.json").read_text())
+    assert [arg for arg in command if arg.startswith(("--policy", "--balance"))] == routing
+
+
+def test_an_inventory_that_still_sets_the_routing_policy_is_told_the_recipe_gives_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    with pytest.raises(StationError) as error:
+        playbook.run_file(
+            FIXTURES / "playbooks" / "router_preflight.yml", "local", {"vllm_router_policy": "round_robin"}, Console()
+        )
+    assert "sets vllm_router_policy (round_robin), which station no longer reads" in error.value.problem
+    assert "router: {policy: round_robin}" in error.value.problem
+
+
 @pytest.mark.parametrize(
     ("version", "fixed", "unfixed"),
     [

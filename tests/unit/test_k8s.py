@@ -77,7 +77,6 @@ def test_each_engine_asks_for_one_gpu_per_parallel_rank(name: str, gpus: int | N
         ({"replicas": 0}, "replicas: Input should be greater than or equal to 1"),
         ({"namespace": "Station_Prod"}, "namespace: String should match pattern"),
         ({"kubernetes": "1.99"}, "no schemas for Kubernetes 1.99"),
-        ({"policy": "fastest"}, "policy: Input should be 'cache_aware'"),
     ],
 )
 def test_an_invalid_placement_is_refused_and_nothing_is_written(given: dict, said: str, tmp_path) -> None:
@@ -103,16 +102,25 @@ def test_an_image_the_cluster_cannot_pull_is_refused(given: dict, said: str) -> 
     assert said in refused.value.problem
 
 
-def test_the_router_finds_the_engine_pods_by_their_labels_with_the_chosen_policy() -> None:
+def router_args_of(chosen: recipe.Recipe) -> list[str]:
+    rendered = k8s.manifests(chosen, placed(chosen))
+    return of_kind(rendered, "Deployment", "station-router")["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_router_finds_the_engine_pods_by_their_labels_and_routes_as_the_recipe_says() -> None:
     chosen = recipe.load("cpu-smoke")
-    rendered = k8s.manifests(chosen, placed(chosen, policy="round_robin"))
-    args = of_kind(rendered, "Deployment", "station-router")["spec"]["template"]["spec"]["containers"][0]["args"]
-    pods = of_kind(rendered, "Deployment", "station-vllm")["spec"]["template"]["metadata"]["labels"]
-    assert "--policy=round_robin" in args and "--service-discovery" in args
-    assert set(args[args.index("--selector") + 1 : args.index("--selector") + 1 + len(pods)]) == {
-        f"{key}={value}" for key, value in pods.items()
+    args = router_args_of(chosen)
+    pods = of_kind(k8s.manifests(chosen, placed(chosen)), "Deployment", "station-vllm")["spec"]["template"]
+    assert "--policy=cache_aware" in args and "--service-discovery" in args
+    assert set(args[args.index("--selector") + 1 : args.index("--selector") + 1 + len(pods["metadata"]["labels"])]) == {
+        f"{key}={value}" for key, value in pods["metadata"]["labels"].items()
     }
-    assert k8s.placement(chosen, engine_image=ENGINE_IMAGE, router_image=ROUTER_IMAGE).policy == "cache_aware"
+    balanced = chosen.model_copy(update={"router": recipe.Router(policy="cache_aware", balance_abs_threshold=8)})
+    assert "--balance-abs-threshold=8" in router_args_of(balanced)
+    round_robin = chosen.model_copy(update={"router": recipe.Router(policy="round_robin")})
+    assert "--policy=round_robin" in router_args_of(round_robin) and "--policy=cache_aware" not in router_args_of(
+        round_robin
+    )
 
 
 def test_the_router_is_reached_through_its_gate_which_reads_the_key_from_the_secret() -> None:

@@ -82,6 +82,10 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
         ("model.source", "s3", "model.source", "'hub' or 'image'"),
         ("name", "Has Spaces", "name", "should match pattern"),
         ("surprise", 1, "surprise", "Extra inputs are not permitted"),
+        ("router.policy", "kv_aware", "router.policy", "Input should be 'cache_aware'"),
+        ("router.cache_threshold", 1.5, "router.cache_threshold", "less than or equal to 1"),
+        ("router.balance_rel_threshold", 0.5, "router.balance_rel_threshold", "greater than or equal to 1"),
+        ("router", {"policy": "round_robin", "balance_abs_threshold": 8}, "router", "not round_robin"),
     ],
 )
 def test_invalid_fields_are_named(cpu_smoke_data, write_recipe, field, value, where, message) -> None:

@@ -113,6 +113,22 @@ def test_the_router_allows_the_origins_the_recipe_names_and_none_otherwise(smoke
     assert render.engine_vars(recipe)["vllm_router_cors_allowed_origins"] == origins
 
 
+@pytest.mark.parametrize(
+    ("router", "routing"),
+    [
+        ({}, ["--policy=cache_aware"]),
+        ({"policy": "round_robin"}, ["--policy=round_robin"]),
+        (
+            {"balance_abs_threshold": 8, "cache_threshold": 0.5},
+            ["--policy=cache_aware", "--cache-threshold=0.5", "--balance-abs-threshold=8"],
+        ),
+    ],
+)
+def test_the_router_routes_as_the_recipe_says(smoke, router: dict, routing: list[str]) -> None:
+    routed = smoke.model_copy(update={"router": recipe.Router(**router)})
+    assert render.engine_vars(routed)["vllm_router_routing"] == routing
+
+
 def test_bench_vars_are_all_options_of_the_vllm_bench_role(smoke) -> None:
     assert set(render.bench_vars(smoke, "run-1")) <= _role_options("vllm_bench")
 
