@@ -129,7 +129,7 @@ def aiperf_args(profile: AgenticProfile, recipe: Recipe, base_url: str, out: Pat
         "--prompt-output-tokens-mean", str(profile.output_tokens),
         "--prompt-output-tokens-stddev", "0",
         "--extra-inputs", "ignore_eos:true",
-        "--random-seed", "0",
+        "--random-seed", str(profile.seed),
         "--request-timeout-seconds", str(profile.timeout_s),
         "--output-artifact-dir", str(out),
         "--ui-type", "none",

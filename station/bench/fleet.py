@@ -8,14 +8,24 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 
 from station.bench import traffic
 from station.bench.records import FleetFigures, HostShare
 from station.deploy import inventory, tunnel
+from station.recipes import render
 from station.recipes.profiles import AgenticProfile
 from station.recipes.recipe import Recipe
+
+# What each host's engine served, as HostShare names it, and the engine's counter it is read from
+SERVED_COUNTERS = {
+    "requests": "vllm:request_success_total",
+    "output_tokens": "vllm:generation_tokens_total",
+    "prefix_cache_hits": "vllm:prefix_cache_hits_total",
+    "prefix_cache_queries": "vllm:prefix_cache_queries_total",
+}
 
 
 @dataclass(frozen=True)
@@ -50,15 +60,19 @@ def scaled_profile(profile: AgenticProfile, fleet: Fleet | None) -> AgenticProfi
     return profile.model_copy(update={"sessions": profile.sessions * len(fleet.hosts)}) if fleet else profile
 
 
-def router_url(fleet: Fleet) -> str:
-    """The fleet's router as a container on its host's station network reaches it (the benchmark's)."""
+def bench_vars(fleet: Fleet, recipe: Recipe) -> dict[str, Any]:
+    """The bench role's variables for a run through the fleet's router: its URL as a container on the router
+    host's station network reaches it, and the routing the router must run (the recipe's)."""
     name = inventory.setting(inventory.host_vars(fleet.router), "vllm_router", "vllm_router_container_name")
-    return f"http://{name}:{inventory.role_var('vllm_router', '_vllm_router_api_port')}"
+    return {
+        "vllm_bench_target_url": f"http://{name}:{inventory.role_var('vllm_router', '_vllm_router_api_port')}",
+        "vllm_bench_router": {"container": name, "routing": " ".join(render.routing_args(recipe))},
+    }
 
 
-def figures(fleet: Fleet, started: float, console: Console) -> FleetFigures:
+def figures(fleet: Fleet, recipe: Recipe, started: float, console: Console) -> FleetFigures:
     """Each host's share of what the fleet served since `started` (Unix time), once the fleet's Prometheus has
-    scraped every engine after the run."""
+    scraped every engine after the run, routed as `recipe` says (the bench role checked it)."""
     settings = inventory.host_vars(fleet.router)
     scrape_s = traffic.seconds(inventory.setting(settings, "prometheus", "prometheus_scrape_interval"))
     time.sleep(2 * scrape_s)  # a scrape of every target after the run's last request
@@ -71,23 +85,42 @@ def figures(fleet: Fleet, started: float, console: Console) -> FleetFigures:
         }
         router = traffic.Prometheus(found[tunnel.PROMETHEUS], fleet.router, at, scrape_s)
         retries = router.scalar(router.counted("vllm_router_retries_total", window)) or 0.0
-    tokens = sum(host["output_tokens"] for host in served.values()) or 1.0
+    total = {key: sum(counts[key] for counts in served.values()) for key in SERVED_COUNTERS}
     return FleetFigures(
         router=fleet.router,
-        policy=inventory.setting(settings, "vllm_router", "vllm_router_policy"),
+        policy=recipe.router.policy,
+        routing=render.routing_args(recipe),
         shares=[
-            HostShare(host=host, share=figures["output_tokens"] / tokens, **figures) for host, figures in served.items()
+            HostShare(
+                host=host,
+                share=counts["output_tokens"] / (total["output_tokens"] or 1.0),
+                prefix_cache_hit_rate=_hit_rate(counts),
+                **counts,
+            )
+            for host, counts in served.items()
         ],
         retries=retries,
+        prefix_cache_hit_rate=_hit_rate(total),
     )
 
 
-def _served(prometheus: traffic.Prometheus, window: str) -> dict[str, float | None]:
-    """What one host's engine served in the window: requests, output tokens and its prefix-cache hit rate."""
+def engine_figures(served: FleetFigures) -> dict[str, float | None]:
+    """An agentic run's engine figures (AgenticMetrics) for the whole fleet: its prefix-cache hit rate and the
+    tokens every host's engine generated."""
     return {
-        "requests": prometheus.scalar(prometheus.counted("vllm:request_success_total", window)) or 0.0,
-        "output_tokens": prometheus.scalar(prometheus.counted("vllm:generation_tokens_total", window)) or 0.0,
-        "prefix_cache_hit_rate": prometheus.ratio(
-            "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", window
-        ),
+        "prefix_cache_hit_rate": served.prefix_cache_hit_rate,
+        "engine_generation_tokens": sum(share.output_tokens for share in served.shares),
+    }
+
+
+def _hit_rate(counts: dict[str, float]) -> float | None:
+    """The share of the prompt tokens looked up that the prefix cache held; None where none were looked up."""
+    lookups = counts["prefix_cache_queries"]
+    return counts["prefix_cache_hits"] / lookups if lookups else None
+
+
+def _served(prometheus: traffic.Prometheus, window: str) -> dict[str, float]:
+    """What one host's engine served in the window: requests, output tokens, prefix-cache hits and lookups."""
+    return {
+        key: prometheus.scalar(prometheus.counted(metric, window)) or 0.0 for key, metric in SERVED_COUNTERS.items()
     }

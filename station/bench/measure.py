@@ -39,6 +39,12 @@ def host_facts(out: Path) -> HostFacts:
     return HostFacts.model_validate_json((out / "host.json").read_text())
 
 
+def bench_role_vars(recipe: Recipe, run_id: str, out: Path, fleet: Fleet | None) -> dict[str, Any]:
+    """The bench role's variables: the recipe's, the folder its files come back to, and a fleet's router."""
+    extra = render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}
+    return extra | fleet_bench.bench_vars(fleet, recipe) if fleet else extra
+
+
 def smoke_bench(
     host: str, recipe: Recipe, console: Console, context: dict[str, Any] | None = None, fleet: Fleet | None = None
 ) -> BenchRun:
@@ -48,10 +54,7 @@ def smoke_bench(
     inventory.host_vars(host)
     run_id = runs.new_id(host, recipe.name)
     out = runs.folder(run_id)
-    extra = render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}
-    if fleet:
-        extra["vllm_bench_target_url"] = fleet_bench.router_url(fleet)
-    playbook.run("bench", host, extra, console)
+    playbook.run("bench", host, bench_role_vars(recipe, run_id, out, fleet), console)
     result = bench_result.parse(out / "bench.json")
     problems = bench_result.problems(result, recipe.bench)
     gpu_telemetry = telemetry.summarise(
@@ -66,7 +69,7 @@ def smoke_bench(
         problems=problems,
         telemetry=gpu_telemetry,
         reference=recipe.reference.model_dump() if recipe.reference else None,
-        fleet=fleet_bench.figures(fleet, began, console) if fleet else None,
+        fleet=fleet_bench.figures(fleet, recipe, began, console) if fleet else None,
         provenance=provenance.record(recipe, host, host_facts(out)),
     )
     path = runs.write(record)
@@ -95,11 +98,14 @@ def agentic_bench(
     key = keys.api_key(host)
     run_id = runs.new_id(host, f"{recipe.name}-{profile.name}")
     out = runs.folder(run_id)
-    playbook.run("facts", host, render.bench_vars(recipe, run_id) | {"vllm_bench_output_dir": str(out)}, console)
+    playbook.run("facts", host, bench_role_vars(recipe, run_id, out, fleet), console)
     with tunnel.urls(host, console, (tunnel.API, tunnel.ENGINE)) as found:
         api, engine = found[tunnel.API], found[tunnel.ENGINE]
         metrics = agentic.measure(profile, recipe, api, engine, key, out, console)
         client = {"tool": "aiperf", "version": agentic.AIPERF_VERSION, "on": "controller", "endpoint": api}
+    served = fleet_bench.figures(fleet, recipe, began, console) if fleet else None
+    if served:  # the engine counters read were the router host's only: the fleet's are every host's
+        metrics = metrics.model_copy(update=fleet_bench.engine_figures(served))
     problems = agentic.problems(profile, metrics)
     record = RunRecord(
         run_id=run_id,
@@ -110,7 +116,7 @@ def agentic_bench(
         metrics=metrics,
         problems=problems,
         reference={"per_user_tok_s": profile.per_user_target_tok_s} if profile.per_user_target_tok_s else None,
-        fleet=fleet_bench.figures(fleet, began, console) if fleet else None,
+        fleet=served,
         provenance=provenance.record(recipe, host, host_facts(out)),
     )
     path = runs.write(record)

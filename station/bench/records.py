@@ -171,6 +171,8 @@ class HostShare(BaseModel):
     output_tokens: float
     share: float  # of the fleet's output tokens
     prefix_cache_hit_rate: float | None  # None: the engine looked up no prefix
+    prefix_cache_hits: float = 0.0  # prompt tokens its prefix cache held
+    prefix_cache_queries: float = 0.0  # prompt tokens it looked up
 
 
 class FleetFigures(BaseModel):
@@ -180,8 +182,10 @@ class FleetFigures(BaseModel):
 
     router: str  # the host whose router took the run
     policy: str  # the router's routing policy
+    routing: list[str] = []  # vllm-router's arguments for it (render.routing_args), the policy's settings included
     shares: list[HostShare]
     retries: float
+    prefix_cache_hit_rate: float | None = None  # the fleet's: all hosts' hits over all their lookups
 
 
 class RunRecord(Versioned):

@@ -39,6 +39,9 @@ class AgenticProfile(_Strict):
     think_time_ms: Annotated[int, Field(ge=0, description="Pause between an answer and the next turn")] = 0
     per_user_target_tok_s: Annotated[float, Field(gt=0)] | None = None
     timeout_s: Annotated[int, Field(gt=0)] = 3600
+    # The same seed sends the same text, which an engine's prefix cache may still hold from an earlier run:
+    # runs compared on engines that served each other's text need seeds of their own.
+    seed: Annotated[int, Field(ge=0, description="Seeds the text AIPerf generates")] = 0
 
     @model_validator(mode="after")
     def _prefix_is_shared(self) -> AgenticProfile:

@@ -28,6 +28,7 @@ COMPARED = [
     ("TPOT p99 ms", "p99_tpot_ms", "{:,.1f}", False),
     ("ITL p99 ms", "p99_itl_ms", "{:,.1f}", False),
     ("Failed", "failed", "{:d}", False),
+    ("Prefix-cache hit rate", "prefix_cache_hit_rate", "{:.1%}", True),  # agentic runs: the engines' own counters
 ]
 
 
@@ -116,6 +117,9 @@ def comparison(a: str, b: str) -> list[tuple[str, str, str, str]]:
         first, second = (getattr(p, key) for p in power)
         ratio = f"{second / first:.2f}x" if first and second else "-"
         rows.append((label, templates.number(first, "{:,.2f}"), templates.number(second, "{:,.2f}"), ratio))
+    if any(r.fleet for r in records):
+        routing = [" ".join(r.fleet.routing) or r.fleet.policy if r.fleet else "-" for r in records]
+        rows.append(("Fleet's routing", *routing, "-"))
     return rows
 
 

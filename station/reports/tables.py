@@ -102,17 +102,28 @@ def bench(run: BenchRun) -> Table:
 
 def fleet(figures: FleetFigures) -> Table:
     """Each host's share of a run through its fleet's router, from the host's own engine counters."""
-    title = f"Each host's share, through {figures.router}'s router ({figures.policy})"
+    routing = " ".join(figures.routing) or figures.policy
+    title = f"Each host's share, through {figures.router}'s router ({routing})"
     caption = f"Counted by each host's engine; router retries: {figures.retries:,.0f}"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in ("Host", "Requests", "Output tokens", "Share", "Prefix-cache hit rate"):
         table.add_column(column, justify="left" if column == "Host" else "right")
     for share in figures.shares:
-        hit_rate = "-" if share.prefix_cache_hit_rate is None else f"{share.prefix_cache_hit_rate:.1%}"
         table.add_row(
-            share.host, f"{share.requests:,.0f}", f"{share.output_tokens:,.0f}", f"{share.share:.1%}", hit_rate
+            share.host,
+            f"{share.requests:,.0f}",
+            f"{share.output_tokens:,.0f}",
+            f"{share.share:.1%}",
+            _rate(share.prefix_cache_hit_rate),
         )
+    requests, tokens = (sum(getattr(share, key) for share in figures.shares) for key in ("requests", "output_tokens"))
+    table.add_section()
+    table.add_row("Fleet", f"{requests:,.0f}", f"{tokens:,.0f}", "", _rate(figures.prefix_cache_hit_rate))
     return table
+
+
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1%}"
 
 
 def agentic(run: AgenticRun) -> Table:

@@ -36,18 +36,37 @@ def test_the_fleets_load_is_the_recipes_for_each_of_its_hosts() -> None:
     assert fleet.scaled_profile(agentic, None) == agentic
 
 
-def test_the_benchmark_reaches_the_fleets_router_on_its_hosts_network() -> None:
-    assert fleet.router_url(fleet.Fleet("sim", ["sim", "sim2"])) == "http://station-router:8000"
+def test_the_benchmark_reaches_the_fleets_router_on_its_hosts_network_and_checks_it_routes_as_the_recipe_says() -> None:
+    balanced = recipe.load("cpu-smoke").model_copy(update={"router": recipe.Router(balance_abs_threshold=4)})
+    extra = fleet.bench_vars(fleet.Fleet("sim", ["sim", "sim2"]), balanced)
+    assert extra["vllm_bench_target_url"] == "http://station-router:8000"
+    assert extra["vllm_bench_router"] == {
+        "container": "station-router",
+        "routing": "--policy=cache_aware --balance-abs-threshold=4",
+    }
 
 
-def test_the_fleet_table_shows_each_hosts_share_and_the_retries() -> None:
+def test_the_fleet_table_shows_each_hosts_share_the_fleets_hit_rate_and_the_retries() -> None:
     shares = [
         HostShare(host="sim", requests=300, output_tokens=150_000, share=0.6, prefix_cache_hit_rate=0.25),
         HostShare(host="sim2", requests=200, output_tokens=100_000, share=0.4, prefix_cache_hit_rate=None),
     ]
-    figures = FleetFigures(router="sim", policy="cache_aware", shares=shares, retries=3)
+    figures = FleetFigures(
+        router="sim", policy="round_robin", routing=["--policy=round_robin"], shares=shares, retries=3,
+        prefix_cache_hit_rate=0.125,
+    )  # fmt: skip
     console = Console(record=True, width=160)
     console.print(tables.fleet(figures))
     shown = console.export_text()
-    assert "through sim's router (cache_aware)" in shown and "router retries: 3" in shown
+    assert "through sim's router (--policy=round_robin)" in shown and "router retries: 3" in shown
     assert "60.0%" in shown and "25.0%" in shown and "100,000" in shown
+    assert "Fleet" in shown and "500" in shown and "250,000" in shown and "12.5%" in shown
+
+
+def test_an_agentic_fleet_runs_engine_figures_are_every_hosts() -> None:
+    shares = [
+        HostShare(host=host, requests=8, output_tokens=tokens, share=0.5, prefix_cache_hit_rate=None)
+        for host, tokens in (("sim", 300.0), ("sim2", 100.0))
+    ]
+    served = FleetFigures(router="sim", policy="cache_aware", shares=shares, retries=0, prefix_cache_hit_rate=0.75)
+    assert fleet.engine_figures(served) == {"prefix_cache_hit_rate": 0.75, "engine_generation_tokens": 400.0}
