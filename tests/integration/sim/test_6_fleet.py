@@ -23,6 +23,7 @@ from station import paths
 from station.bench.records import RunRecord
 from station.deploy import inventory, keys, sim, tunnel
 from station.generators import dashboards
+from station.recipes import profiles
 from tests.conftest import ansible_module, host_section
 from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded, wait_for
 from tests.integration.sim.conftest import (
@@ -97,13 +98,31 @@ def chat_through_the_fleet(model: str, count: int = AT_ONCE) -> list[str]:
             return list(pool.map(chat, range(count)))
 
 
-def fleet_bench(recipe: str) -> tuple[Invocation, RunRecord]:
-    """`invoke smoke-bench --host sims`: vLLM's benchmark on sim, through its router, and the record it wrote."""
-    name = yaml.safe_load(Path(recipe).read_text())["name"]
-    before = set(paths.RESULTS.glob(f"*-sim-{name}"))
-    run = invoke("smoke-bench", "--host", "sims", "--recipe", recipe)
-    (run_dir,) = set(paths.RESULTS.glob(f"*-sim-{name}")) - before
+def fleet_bench(recipe: str, *more: str) -> tuple[Invocation, RunRecord]:
+    """`invoke smoke-bench --host sims`: vLLM's benchmark on sim (or the `--profile` in `more`, AIPerf here),
+    through sim's router, and the record it wrote."""
+    before = set(paths.RESULTS.glob("*-sim-*"))
+    run = invoke("smoke-bench", "--host", "sims", "--recipe", recipe, *more)
+    (run_dir,) = set(paths.RESULTS.glob("*-sim-*")) - before
     return run, RunRecord.model_validate_json((run_dir / "result.json").read_text())
+
+
+def sessions_with_seed(folder: Path, seed: int) -> str:
+    """The agentic profile whose sessions outgrow their shared prefix, sized for CPU engines, with text of its own
+    (an engine's cache holds none of it from an earlier run)."""
+    data = yaml.safe_load((profiles.PROFILES / "agentic-cpu-sessions.yml").read_text())
+    data["name"], data["seed"] = f"{data['name']}-seed{seed}", seed
+    path = folder / f"{data['name']}.yml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def routed(folder: Path, policy: str) -> str:
+    """cpu-smoke routed by another policy, as a recipe file. It keeps cpu-smoke's name: the engines' containers carry
+    the recipe's name, so another would restart them, where only the routers have to change."""
+    path = folder / f"cpu-smoke-{policy}.yml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke", "name": "cpu-smoke", "router": {"policy": policy}}))
+    return str(path)
 
 
 def in_flight(name: str) -> float:
@@ -268,7 +287,7 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
     engine = inventory.setting(inventory.host_vars("sim2"), "vllm_server", "vllm_server_container_name")
     recipe = smoke_with_bench(
-        tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=512, concurrency=8, num_prompts=96
+        tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=256, concurrency=8, num_prompts=48
     )
     with ThreadPoolExecutor(1) as pool:
         benchmark = pool.submit(fleet_bench, recipe)
@@ -283,7 +302,7 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     failed = record.metrics.failed
     print(f"{failed} of {record.metrics.completed + failed} requests failed; sim2 was serving {serving:.0f}")
     assert "Completed / failed" in run.output and (run.returncode == 1) == (failed > 0)  # a failure is no measurement
-    assert record.metrics.completed + failed == 192
+    assert record.metrics.completed + failed == 96
     # At most what was in flight when the engine stopped: the client never has more than its concurrency in flight,
     # and the router sends the lost host's new requests (refused) to sim's engine.
     assert failed <= record.metrics.max_concurrency
@@ -301,6 +320,41 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     back = time.monotonic() - deployed
     print(f"\nsim2's engine left the router {left:.0f} s after it stopped, and was back {back:.0f} s after the deploy")
     assert all(served_by_both(smoke.model.served_name))
+
+
+def test_cache_aware_routing_keeps_more_of_agent_sessions_in_the_prefix_caches_than_round_robin(
+    fleet_deployed, tmp_path
+) -> None:
+    """Agent sessions whose histories outgrow their shared prefix (agentic-cpu-sessions) through the fleet's router,
+    routed cache_aware (cpu-smoke's) and then round_robin (a deploy of the fleet that changes only its routers), each
+    run with text of its own: the fleet's prefix-cache hit rate, from every engine's own counters, is higher
+    cache_aware. Then cpu-smoke's routing is deployed back."""
+    wait_for(lambda: all(sim_router_health().values()), 120, "sim's router to find both engines healthy")
+    measured = {
+        "cache_aware": fleet_bench(routed(tmp_path, "cache_aware"), "--profile", sessions_with_seed(tmp_path, 1))
+    }
+    try:
+        switched = succeeded(
+            invoke("deploy", "--host", "sims", "--recipe", routed(tmp_path, "round_robin"), "--no-agent-check")
+        )
+        wait_for(lambda: all(sim_router_health().values()), 120, "sim's new router to find both engines healthy")
+        measured["round_robin"] = fleet_bench(
+            routed(tmp_path, "round_robin"), "--profile", sessions_with_seed(tmp_path, 2)
+        )
+    finally:
+        succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
+    print(f"\nthe routers switched to round_robin in {switched.seconds:.0f} s")
+    for policy, (run, record) in measured.items():
+        print(f"\n{policy}:\n{run.output[-2500:]}")
+        succeeded(run)
+        assert record.fleet.routing == [f"--policy={policy}"] and record.metrics.failed == 0
+        assert record.metrics.prefix_cache_hit_rate == record.fleet.prefix_cache_hit_rate  # every host's counters
+    assert all(share.requests > 0 for share in measured["round_robin"][1].fleet.shares)
+    hit_rates = {policy: record.fleet.prefix_cache_hit_rate for policy, (_, record) in measured.items()}
+    print(f"the fleet's prefix-cache hit rate: {hit_rates}")
+    assert hit_rates["cache_aware"] > hit_rates["round_robin"]
+    compared = succeeded(invoke("compare", *(record.run_id for _, record in measured.values())))
+    assert "Prefix-cache hit rate" in compared.output and "--policy=round_robin" in compared.output
 
 
 def test_sim2_is_removed_with_its_data_and_sim_keeps_the_network(sim2, docker_client) -> None:
