@@ -159,6 +159,10 @@ class BenchProfile(_Strict):
 
 
 CACHE_AWARE_SETTINGS = ("cache_threshold", "balance_abs_threshold", "balance_rel_threshold")
+# vLLM's router (cache_aware) matches each prompt's tokens, which it asks every engine for at
+# /v1/chat/completions/render. vLLM (0.31 and 0.32) serves that only with this flag, and answers 403 without it:
+# the router then routes agent sessions as if at random (measured: the fleet's hit rate no better than round_robin).
+SCALE_OUT_FLAG = "enable-scale-out"
 # vllm-router 0.1.17's policies but kv_aware, which needs the engines' KV events (station does not publish them).
 RouterPolicy = Literal["cache_aware", "round_robin", "power_of_two", "consistent_hash", "random", "sticky_least_loaded"]
 
@@ -212,6 +216,15 @@ class Recipe(_Strict):
     tuned: dict[str, Any] | None = Field(
         None, description="How invoke tune found this configuration (tune, trial, profile, verdict): a record only"
     )
+
+    @model_validator(mode="after")
+    def _cache_aware_engines_render(self) -> Recipe:
+        if self.router.policy == "cache_aware" and self.engine.args.get(SCALE_OUT_FLAG) is False:
+            raise ValueError(
+                f"router.policy cache_aware matches prompts by the tokens the engines render, which "
+                f"engine.args {SCALE_OUT_FLAG}: false turns off: remove it, or route another way (router: policy)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _image_models_are_local(self) -> Recipe:

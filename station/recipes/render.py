@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from station.errors import StationError
-from station.recipes.recipe import CACHE_AWARE_SETTINGS, ArgValue, Recipe
+from station.recipes.recipe import CACHE_AWARE_SETTINGS, SCALE_OUT_FLAG, ArgValue, Recipe
 
 FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -51,6 +51,8 @@ def serve_argv(recipe: Recipe) -> list[str]:
             argv += ["--code-revision", recipe.model.revision]  # the Hub code that runs is the pinned commit's
     if "allowed-origins" not in recipe.engine.args:
         argv += ["--allowed-origins", "[]"]  # no cross-origin requests unless the recipe names origins
+    if SCALE_OUT_FLAG not in recipe.engine.args:
+        argv += [f"--{SCALE_OUT_FLAG}"]  # on whatever the routing: changing it restarts the routers, not the engines
     for name, value in recipe.engine.args.items():
         argv += flag(name, value)
     return argv

@@ -52,6 +52,7 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "station_auth.KeyOnEveryRoute",
         "--allowed-origins",
         "[]",
+        "--enable-scale-out",
         "--load-format",
         "dummy",
         "--dtype",
@@ -144,6 +145,19 @@ def test_cross_origin_requests_are_off_unless_the_recipe_names_origins(smoke) ->
     argv = render.serve_argv(named)
     assert argv.count("--allowed-origins") == 1
     assert argv[argv.index("--allowed-origins") + 1] == '["https://agents.example"]'
+
+
+def test_engines_serve_the_render_endpoint_the_router_routes_by_unless_the_recipe_says_otherwise(smoke) -> None:
+    assert render.serve_argv(smoke).count("--enable-scale-out") == 1
+    for policy in ("cache_aware", "round_robin"):  # one engine argv for both: a routing change leaves engines be
+        routed = smoke.model_copy(update={"router": recipe.Router(policy=policy)})
+        assert render.config_hash(routed) == render.config_hash(smoke)
+    args = dict(smoke.engine.args) | {"enable-scale-out": False}
+    engine = smoke.engine.model_copy(update={"args": args})
+    argv = render.serve_argv(smoke.model_copy(update={"engine": engine, "router": recipe.Router(policy="random")}))
+    assert "--enable-scale-out" not in argv and argv.count("--no-enable-scale-out") == 1
+    with pytest.raises(ValueError, match="enable-scale-out: false turns off"):
+        recipe.Recipe.model_validate(smoke.model_dump() | {"engine": engine.model_dump()})
 
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
