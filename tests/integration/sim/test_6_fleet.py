@@ -23,7 +23,9 @@ from station import paths
 from station.bench.records import RunRecord
 from station.deploy import inventory, keys, sim, tunnel
 from station.generators import dashboards
-from station.recipes import profiles
+from station.recipes import profiles, render
+from station.recipes.recipe import CACHE_AWARE_SETTINGS
+from station.recipes.recipe import load as load_recipe
 from tests.conftest import ansible_module, host_section
 from tests.integration.conftest import Invocation, StreamingClients, invoke, succeeded, wait_for
 from tests.integration.sim.conftest import (
@@ -118,10 +120,12 @@ def sessions_with_seed(folder: Path, seed: int) -> str:
 
 
 def routed(folder: Path, policy: str) -> str:
-    """cpu-smoke routed by another policy, as a recipe file. It keeps cpu-smoke's name: the engines' containers carry
-    the recipe's name, so another would restart them, where only the routers have to change."""
+    """cpu-smoke routed by another policy (without cache_aware's settings), as a recipe file. It keeps cpu-smoke's
+    name: the engines' containers carry the recipe's name, so another would restart them, where only the routers
+    have to change."""
+    router = {"policy": policy} | ({} if policy == "cache_aware" else dict.fromkeys(CACHE_AWARE_SETTINGS))
     path = folder / f"cpu-smoke-{policy}.yml"
-    path.write_text(yaml.safe_dump({"extends": "cpu-smoke", "name": "cpu-smoke", "router": {"policy": policy}}))
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke", "name": "cpu-smoke", "router": router}))
     return str(path)
 
 
@@ -326,28 +330,26 @@ def test_cache_aware_routing_keeps_more_of_agent_sessions_in_the_prefix_caches_t
     fleet_deployed, tmp_path
 ) -> None:
     """Agent sessions whose histories outgrow their shared prefix (agentic-cpu-sessions) through the fleet's router,
-    routed cache_aware (cpu-smoke's) and then round_robin (a deploy of the fleet that changes only its routers), each
-    run with text of its own: the fleet's prefix-cache hit rate, from every engine's own counters, is higher
-    cache_aware. Then cpu-smoke's routing is deployed back."""
-    wait_for(lambda: all(sim_router_health().values()), 120, "sim's router to find both engines healthy")
-    measured = {
-        "cache_aware": fleet_bench(routed(tmp_path, "cache_aware"), "--profile", sessions_with_seed(tmp_path, 1))
-    }
+    routed round_robin and then cache_aware (deploys of the fleet that change only its routers, so each run starts
+    on a fresh router), each run with text of its own: the fleet's prefix-cache hit rate, from every engine's own
+    counters, is higher cache_aware. cache_aware is cpu-smoke's routing: deploying cpu-smoke back changes nothing."""
+    measured, switched = {}, {}
     try:
-        switched = succeeded(
-            invoke("deploy", "--host", "sims", "--recipe", routed(tmp_path, "round_robin"), "--no-agent-check")
-        )
-        wait_for(lambda: all(sim_router_health().values()), 120, "sim's new router to find both engines healthy")
-        measured["round_robin"] = fleet_bench(
-            routed(tmp_path, "round_robin"), "--profile", sessions_with_seed(tmp_path, 2)
-        )
+        for seed, policy in enumerate(("round_robin", "cache_aware"), start=1):
+            recipe = routed(tmp_path, policy)
+            switched[policy] = succeeded(invoke("deploy", "--host", "sims", "--recipe", recipe, "--no-agent-check"))
+            wait_for(lambda: all(sim_router_health().values()), 120, f"sim's {policy} router to find both engines")
+            measured[policy] = fleet_bench(recipe, "--profile", sessions_with_seed(tmp_path, seed))
     finally:
-        succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
-    print(f"\nthe routers switched to round_robin in {switched.seconds:.0f} s")
+        back = succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
+    for name in ("sim", "sim2"):
+        assert "Ansible changed=0" in host_section(back.output, "deploy", name), back.output
+    print("\nthe routers switched in " + ", ".join(f"{p}: {run.seconds:.0f} s" for p, run in switched.items()))
     for policy, (run, record) in measured.items():
         print(f"\n{policy}:\n{run.output[-2500:]}")
         succeeded(run)
-        assert record.fleet.routing == [f"--policy={policy}"] and record.metrics.failed == 0
+        assert record.fleet.routing == render.routing_args(load_recipe(routed(tmp_path, policy)))
+        assert record.metrics.failed == 0
         assert record.metrics.prefix_cache_hit_rate == record.fleet.prefix_cache_hit_rate  # every host's counters
     assert all(share.requests > 0 for share in measured["round_robin"][1].fleet.shares)
     hit_rates = {policy: record.fleet.prefix_cache_hit_rate for policy, (_, record) in measured.items()}
