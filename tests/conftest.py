@@ -15,6 +15,7 @@ import copy
 import importlib.util
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -65,6 +66,19 @@ def ansible_module(relative: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_module(name: str) -> subprocess.CompletedProcess[str]:
+    """One of station's Ansible modules run on this machine as Ansible runs it (the `ansible` command, station's
+    config); its JSON result in stdout."""
+    return subprocess.run(
+        [str(paths.ROOT / ".venv" / "bin" / "ansible"), "localhost", "-m", name],
+        cwd=paths.ANSIBLE,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=os.environ | {"ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "default"},
+    )
 
 
 def snapshot(folder: Path) -> dict[str, float]:
@@ -130,19 +144,29 @@ def indexed_run(**fields: object) -> IndexEntry:
     return IndexEntry.model_validate(valid | fields)
 
 
+def this_machine() -> HostMachine:
+    """The `local` host as a run records it here: this machine's CPU, read by the module the bench role runs (the
+    simulated hosts are containers on it: the same CPU)."""
+    cpu = ansible_module("library/station_cpu_facts.py").cpu_facts()
+    return HostMachine(
+        name="local", cpu=cpu["model"], cpu_count=os.cpu_count(), cpu_flags=cpu["flags"], cpu_bfloat16=cpu["bfloat16"]
+    )
+
+
 def stored_run(
     run_id: str,
     throughput: float = 1000,
     power: float | None = None,
     problems: tuple[str, ...] = (),
     of: str = "cpu-smoke",
+    machine: HostMachine | None = None,
 ) -> RunRecord:
     """A run of recipe `of` (cpu-smoke) written to results/ (wherever the test points paths.RESULTS): the fixture
-    benchmark's figures at `throughput`, with GPU power when `power` is given."""
+    benchmark's figures at `throughput`, with GPU power when `power` is given, on this machine or `machine`."""
     smoke = recipe.load(of)
     metrics = bench_result.parse(FIXTURES / "bench-result.json").model_copy(update={"output_throughput": throughput})
     gpu = GpuFacts(present=True, count=1, gpus=[GpuDevice(name="NVIDIA H200")]) if power else GpuFacts(present=False)
-    facts = HostFacts(host=HostMachine(name="local"), gpu=gpu, engine=EngineFacts(image_id="sha256:abc"))
+    facts = HostFacts(host=machine or this_machine(), gpu=gpu, engine=EngineFacts(image_id="sha256:abc"))
     per_joule = 2.5 if power else None
     record = RunRecord(
         run_id=run_id,

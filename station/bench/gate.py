@@ -64,9 +64,15 @@ def unusable_baseline(baseline: IndexEntry, recipe: Recipe) -> str | None:
 
 
 def unlike(baseline: IndexEntry, current: IndexEntry) -> str | None:
-    """Why a finished run cannot be judged against the baseline: another GPU measures another thing."""
+    """Why a finished run cannot be judged against the baseline: another GPU, or for CPU engines another CPU,
+    measures another thing (two machines of one kind measured the same code 2.25x apart)."""
     if baseline.gpu != current.gpu:
         return f"{baseline.run_id} ran on {baseline.gpu}, this run on {current.gpu}"
+    if current.gpu == "none" and baseline.cpu != current.cpu:
+        return (
+            f"{baseline.run_id} ran on the CPU {baseline.cpu or 'it did not record'}, "
+            f"this run on {current.cpu or 'a CPU it did not record'}"
+        )
     return None
 
 
@@ -84,7 +90,10 @@ def require_no_regression(baseline: IndexEntry, current: IndexEntry, margins: Ma
     """Refuse a run measured on another GPU than its baseline, or worse than it beyond the margins."""
     different = unlike(baseline, current)
     if different:
-        raise StationError(f"not comparable with {baseline.run_id}: {different}", "gate against a run on this GPU")
+        raise StationError(
+            f"not comparable with {baseline.run_id}: {different}; nothing was judged a regression",
+            "gate against a run measured on this machine (its GPU, or for a CPU engine its CPU)",
+        )
     regressed = regressions(baseline, current, margins)
     if regressed:
         raise StationError(f"regression against {baseline.run_id}: " + "; ".join(regressed), "compare: invoke compare")

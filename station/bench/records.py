@@ -77,8 +77,17 @@ class HostMachine(BaseModel):
     arch: str = ""
     cpu: str = ""
     cpu_count: int = 0
+    cpu_flags: list[str] = []  # those that set a CPU engine's speed (station_cpu_facts)
+    cpu_bfloat16: str = ""  # native or emulated
     memory_mb: int = 0
     docker_version: str = ""
+
+    @property
+    def cpu_label(self) -> str:
+        """One short name for comparing CPU runs: the model, its cores and its speed-setting flags."""
+        if not self.cpu_flags:
+            return ""  # a record from before the flags were read: its CPU is not known well enough to compare
+        return f"{self.cpu or 'CPU'}, {self.cpu_count} cores, {' '.join(self.cpu_flags)}"
 
 
 def _empty_when_none(value: Any) -> Any:
@@ -157,6 +166,10 @@ class RunProvenance(BaseModel):
     def gpu_label(self) -> str:
         return self.gpu.label if self.gpu else "none"
 
+    @property
+    def cpu_label(self) -> str:
+        return self.host.cpu_label if self.host else ""
+
 
 Kind = Literal["smoke-bench", "ladder-step", "agentic"]
 
@@ -222,6 +235,7 @@ class IndexEntry(Versioned):
     image_id: str | None = None
     commit: str | None = None
     gpu: str
+    cpu: str = ""  # HostMachine.cpu_label; empty in runs recorded before it
     output_throughput: float
     p99_ttft_ms: float
     p99_tpot_ms: float | None = None  # none for agentic runs
@@ -248,6 +262,7 @@ class IndexEntry(Versioned):
             image_id=provenance.engine.image_id,
             commit=provenance.commit,
             gpu=provenance.gpu_label,
+            cpu=provenance.cpu_label,
             output_throughput=metrics.output_throughput,
             p99_ttft_ms=metrics.p99_ttft_ms,
             p99_tpot_ms=metrics.p99_tpot_ms,

@@ -18,6 +18,7 @@ class ContainerStatus(BaseModel):
     image: str
     recipe: str  # the engine's io.station.recipe label; "-" elsewhere
     config: str  # the engine's io.station.config label (render.config_hash); "-" elsewhere
+    dtype: str = "-"  # the engine's --dtype (a CPU engine that follows its host's CPU gets it there); "-" elsewhere
     ports: list[str]
     started_at: str
 

@@ -81,6 +81,16 @@ class Engine(_Strict):
     env: dict[str, str] = {}
     container: Container = Container()
     health_timeout_s: Annotated[int, Field(gt=0)] = 900
+    dtype_from_cpu: bool = Field(
+        False,
+        description="A CPU engine's --dtype chosen from the host's CPU at deploy: bfloat16 where it computes bfloat16 "
+        "natively (AVX512-BF16 or AMX), float32 elsewhere; a dtype in args pins it instead",
+    )
+
+    @property
+    def follows_cpu(self) -> bool:
+        """Whether the host's CPU sets --dtype: asked for, and not pinned in args."""
+        return self.dtype_from_cpu and "dtype" not in self.args
 
     @field_validator("image")
     @classmethod
@@ -117,6 +127,15 @@ class Engine(_Strict):
             if SECRET_ENV.search(name):
                 raise ValueError(f"{name} looks like a secret: {SECRET_ENV_HINT}")
         return {k: v if isinstance(v, str) else _scalar_text(k, v) for k, v in env.items()}
+
+    @model_validator(mode="after")
+    def _dtype_from_cpu_on_cpu_engines(self) -> Engine:
+        if self.dtype_from_cpu and self.container.gpus:
+            raise ValueError(
+                "dtype_from_cpu chooses a CPU engine's dtype from the host's CPU, and this engine runs on GPUs "
+                "(container.gpus): remove it, or pin args dtype"
+            )
+        return self
 
     @model_validator(mode="after")
     def _pulled_images_pinned_by_digest(self) -> Engine:

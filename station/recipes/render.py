@@ -32,7 +32,8 @@ def flag(name: str, value: ArgValue) -> list[str]:
 
 
 def serve_argv(recipe: Recipe) -> list[str]:
-    """Arguments to `vllm serve` (the engine image's entrypoint)."""
+    """Arguments to `vllm serve` (the engine image's entrypoint); where the engine follows the host's CPU
+    (engine.dtype_from_cpu), the vllm_server role adds `--dtype` there."""
     argv = [
         "--model",
         recipe.model.id,
@@ -119,6 +120,8 @@ def config_hash(recipe: Recipe) -> str:
         "env": recipe.engine.env,
         "container": recipe.engine.container.model_dump(),
     }
+    if recipe.engine.follows_cpu:
+        engine["dtype_from_cpu"] = True  # the host's CPU adds --dtype: a configuration of its own
     return hashlib.sha256(json.dumps(engine, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -143,6 +146,7 @@ def engine_vars(recipe: Recipe) -> dict[str, Any]:
         "vllm_server_image": recipe.engine.image,
         "vllm_server_version": recipe.engine.vllm_version,
         "vllm_server_command": serve_argv(recipe),
+        "vllm_server_dtype_from_cpu": recipe.engine.follows_cpu,
         "vllm_server_env": dict(recipe.engine.env),
         "vllm_server_container_port": ENGINE_CONTAINER_PORT,
         "vllm_server_gpus": container.gpus,

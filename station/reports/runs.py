@@ -104,10 +104,20 @@ def write_report(entries: list[IndexEntry]) -> Path:
     return report
 
 
+def machine(record: RunRecord) -> str:
+    """What a run measured on: its GPUs, or for a CPU engine its CPU."""
+    provenance = record.provenance
+    if provenance.gpu_label != "none":
+        return provenance.gpu_label
+    return provenance.cpu_label or "a CPU it did not record"
+
+
 def comparison(a: str, b: str) -> list[tuple[str, str, str, str]]:
-    """(metric, A, B, B/A) rows of two runs."""
+    """(metric, A, B, B/A) rows of two runs, the machine each ran on first: a ratio across machines measures them."""
     records = [runs.read(a), runs.read(b)]
-    rows = []
+    machines = [machine(record) for record in records]
+    same = machines[0] == machines[1]
+    rows = [("Machine", *machines, "the same" if same else "not the same: the ratios measure the machines too")]
     for label, key, fmt, _ in COMPARED:
         first, second = (getattr(r.metrics, key, None) for r in records)
         ratio = f"{second / first:.2f}x" if first and second is not None else "-"

@@ -173,13 +173,13 @@ def gpu_telemetry(summary: TelemetrySummary) -> str:
 
 def status(report: HostStatus) -> Table:
     table = Table(title=f"station on {report.host}", title_justify="left")
-    for column in ("Container", "Status", "Health", "Recipe", "Image", "Published"):
+    for column in ("Container", "Status", "Health", "Recipe", "Dtype", "Image", "Published"):
         table.add_column(column)
     for row in report.containers:
-        table.add_row(row.name, row.status, row.health, row.recipe, row.image, ", ".join(row.ports))
+        table.add_row(row.name, row.status, row.health, row.recipe, row.dtype, row.image, ", ".join(row.ports))
     for target in report.targets:
         error = f" ({target.last_error})" if target.last_error else ""
-        table.add_row(f"scrape: {target.job}", f"{target.health}{error}", "", "", target.instance, "")
+        table.add_row(f"scrape: {target.job}", f"{target.health}{error}", "", "", "", target.instance, "")
     return table
 
 

@@ -248,6 +248,7 @@ def test_container_summary_leaves_the_environment_out() -> None:
             "State": {"Status": "running", "Health": {"Status": "healthy"}, "StartedAt": "t"},
             "Config": {
                 "Image": "img:1",
+                "Cmd": ["--model", "m", "--dtype", "bfloat16", "--shutdown-timeout", "300"],
                 "Env": ["VLLM_API_KEY=secret"],
                 "Labels": {"io.station.recipe": "r", "io.station.config": "c"},
             },
@@ -262,10 +263,24 @@ def test_container_summary_leaves_the_environment_out() -> None:
         "image": "img:1",
         "recipe": "r",
         "config": "c",
+        "dtype": "bfloat16",
         "ports": ["127.0.0.1:8000->8000/tcp"],
         "started_at": "t",
     }
     assert "secret" not in str(summary)
+
+
+@pytest.mark.parametrize(
+    ("argv", "value"),
+    [
+        (["--model", "m", "--dtype", "float32"], "float32"),
+        (["--dtype", "float32", "--dtype", "bfloat16"], "bfloat16"),  # argparse keeps the last
+        (["--model", "m", "--dtype"], ""),
+        (["--model", "m"], ""),
+    ],
+)
+def test_the_value_of_a_flag_in_an_argument_list(argv: list[str], value: str) -> None:
+    assert _filters().flag_value(argv, "--dtype") == value
 
 
 def test_prometheus_labels_are_quoted_and_escaped() -> None:

@@ -36,6 +36,7 @@ from station.bench import traffic
 from station.deploy import images, inventory
 from station.errors import StationError
 from station.recipes import recipe, render
+from tests.conftest import ansible_module
 
 ENGINE = "station-vllm"
 ROUTER = "station-router"
@@ -117,10 +118,18 @@ def serving(docker_client: docker.DockerClient, served: recipe.Recipe) -> bool:
         return False
 
 
+def cpu_dtype() -> str:
+    """The dtype an engine that follows its host's CPU runs on this machine (the local host; the simulated hosts are
+    containers on it), as the module the vllm_server role runs reads it."""
+    return ansible_module("library/station_cpu_facts.py").cpu_facts()["dtype"]
+
+
 def engine_argv(served: recipe.Recipe) -> list[str]:
-    """The arguments the engine container runs: the recipe's rendered ones, then the drain timeout the role adds."""
+    """The arguments the engine container runs: the recipe's rendered ones, the dtype the host's CPU chose where the
+    recipe leaves it to the CPU, then the drain timeout the role adds."""
     drain = inventory.role_default("vllm_server", "vllm_server_drain_timeout_s")
-    return [*render.serve_argv(served), "--shutdown-timeout", str(drain)]
+    dtype = ["--dtype", cpu_dtype()] if served.engine.follows_cpu else []
+    return [*render.serve_argv(served), *dtype, "--shutdown-timeout", str(drain)]
 
 
 @pytest.fixture(scope="session")
@@ -226,14 +235,24 @@ class BenchOutcome:
 GENERATED = "vllm:generation_tokens_total"
 
 
+SMALL_BENCH = paths.ROOT / "tests" / "fixtures" / "recipes" / "cpu-smoke-small-bench.yml"
+
+
 @pytest.fixture(scope="session")
-def bench(first_deploy) -> BenchOutcome:
-    """One `invoke smoke-bench --host local`, with Prometheus' token counter read before and after."""
+def small_bench() -> recipe.Recipe:
+    """cpu-smoke's engine with a small benchmark: what the tests measure it with."""
+    return recipe.load(str(SMALL_BENCH))
+
+
+@pytest.fixture(scope="session")
+def bench(first_deploy, small_bench) -> BenchOutcome:
+    """One `invoke smoke-bench --host local` of cpu-smoke's engine (a small benchmark), with Prometheus' token counter
+    read before and after."""
     wait_for(engine_target_up, 60, "Prometheus to scrape the engine")
-    before_runs = set(paths.RESULTS.glob("*-local-cpu-smoke"))
+    before_runs = set(paths.RESULTS.glob(f"*-local-{small_bench.name}"))
     tokens_before = prometheus_query(GENERATED)
-    run = succeeded(invoke("smoke-bench", "--host", "local"))
-    (run_dir,) = set(paths.RESULTS.glob("*-local-cpu-smoke")) - before_runs
+    run = succeeded(invoke("smoke-bench", "--host", "local", "--recipe", str(SMALL_BENCH)))
+    (run_dir,) = set(paths.RESULTS.glob(f"*-local-{small_bench.name}")) - before_runs
     record = json.loads((run_dir / "result.json").read_text())
     expected = tokens_before + record["metrics"]["total_output_tokens"]
     tokens_after = wait_for(

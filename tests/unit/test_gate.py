@@ -66,6 +66,33 @@ def test_a_run_on_another_gpu_is_not_judged_against_the_baseline() -> None:
     assert unlike(BASELINE, measured(gpu="1x NVIDIA B200")) == "r1 ran on 1x NVIDIA H200, this run on 1x NVIDIA B200"
 
 
+XEON = "Intel(R) Xeon(R) Processor, 2 cores, avx2 avx512f avx512_bf16 amx_tile amx_bf16"
+EPYC = "AMD EPYC 9454P 48-Core Processor, 2 cores, avx2 avx512f avx512_bf16"
+
+
+@pytest.mark.parametrize(
+    ("baseline_cpu", "current_cpu", "said"),
+    [
+        (EPYC, XEON, f"r1 ran on the CPU {EPYC}, this run on {XEON}"),
+        ("", XEON, f"r1 ran on the CPU it did not record, this run on {XEON}"),
+    ],
+)
+def test_a_cpu_run_on_another_cpu_is_not_judged_against_the_baseline(baseline_cpu, current_cpu, said) -> None:
+    baseline = measured(gpu="none", cpu=baseline_cpu)
+    current = measured(run_id="r2", gpu="none", cpu=current_cpu, output_throughput=500.0)
+    assert unlike(baseline, current) == said
+    with pytest.raises(StationError, match="nothing was judged a regression") as refused:
+        require_no_regression(baseline, current, Margins())
+    assert "regression against" not in refused.value.problem
+
+
+def test_a_cpu_run_on_the_same_cpu_is_judged() -> None:
+    baseline = measured(gpu="none", cpu=XEON)
+    assert unlike(baseline, measured(run_id="r2", gpu="none", cpu=XEON)) is None
+    with pytest.raises(StationError, match="regression against r1"):
+        require_no_regression(baseline, measured(gpu="none", cpu=XEON, output_throughput=500.0), Margins())
+
+
 def test_the_command_line_s_margins_win_over_the_configuration_s() -> None:
     assert margins({}, None, None) == Margins()
     assert margins({"throughput_drop_pct": 2.0}, None, "20") == Margins(throughput_drop_pct=2.0, ttft_p99_rise_pct=20)

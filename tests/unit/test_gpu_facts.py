@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
-from station import paths
-from tests.conftest import FIXTURES, ansible_module
+from tests.conftest import FIXTURES, ansible_module, run_module
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +67,6 @@ def test_pci_scan_counts_nvidia_display_controllers(gpu_facts, tmp_path) -> None
 
 def test_module_runs_on_this_machine(gpu_facts) -> None:
     """Run as Ansible runs it; here (no NVIDIA driver in CI) it reports absence with a reason."""
-    result = subprocess.run(
-        [str(paths.ROOT / ".venv" / "bin" / "ansible"), "localhost", "-m", "station_gpu_facts"],
-        cwd=paths.ANSIBLE,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=os.environ | {"ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "default"},
-    )
+    result = run_module("station_gpu_facts")
     assert result.returncode == 0, result.stdout + result.stderr
     assert '"station_gpu"' in result.stdout and '"pci_gpus"' in result.stdout

@@ -74,6 +74,7 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
         ("engine.env", {"lower": "x"}, "engine.env", "is not an environment variable name"),
         ("engine.env", {"FLAG": True}, "engine.env", "must be text or numbers"),
         ("engine.container.shm_size", "lots", "engine.container.shm_size", "should match pattern"),
+        ("engine.container.gpus", True, "engine", "dtype_from_cpu chooses a CPU engine's dtype"),
         ("engine.vllm_version", "latest", "engine.vllm_version", "should match pattern"),
         ("bench.num_prompts", 10, "bench", "below concurrency"),
         ("bench.input_len", 0, "bench.input_len", "greater than 0"),

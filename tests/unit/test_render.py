@@ -55,8 +55,6 @@ def test_serve_argv_is_station_flags_then_recipe_args_in_order(smoke) -> None:
         "--enable-scale-out",
         "--load-format",
         "dummy",
-        "--dtype",
-        "float32",
         "--enforce-eager",
         "--max-model-len",
         "32768",
@@ -83,6 +81,20 @@ def test_bench_args_carry_the_profile(smoke) -> None:
     assert pairs["--model"] == "tiny-llama"
     assert pairs["--tokenizer"] == "/opt/station/models/tiny-llama"
     assert "--ignore-eos" in args
+
+
+def test_the_host_s_cpu_sets_the_dtype_of_an_engine_that_follows_it_unless_args_pin_one(smoke) -> None:
+    """cpu-smoke leaves --dtype to the host's CPU (the vllm_server role adds it): a configuration of its own, which a
+    pinned dtype replaces."""
+    assert smoke.engine.follows_cpu and "--dtype" not in render.serve_argv(smoke)
+    assert render.engine_vars(smoke)["vllm_server_dtype_from_cpu"] is True
+    pinned = smoke.model_copy(
+        update={"engine": smoke.engine.model_copy(update={"args": smoke.engine.args | {"dtype": "float32"}})}
+    )
+    assert not pinned.engine.follows_cpu and render.engine_vars(pinned)["vllm_server_dtype_from_cpu"] is False
+    asked_not = smoke.model_copy(update={"engine": smoke.engine.model_copy(update={"dtype_from_cpu": False})})
+    assert render.serve_argv(asked_not) == render.serve_argv(smoke)
+    assert render.config_hash(asked_not) != render.config_hash(smoke)
 
 
 def test_config_hash_follows_the_engine_configuration(smoke) -> None:

@@ -9,10 +9,12 @@ import pytest
 from station import paths
 from station.bench import runs
 from station.bench.agentic import AgenticMetrics
+from station.bench.records import HostMachine
 from station.deploy import tunnel
 from station.errors import StationError
 from station.reports import runs as run_report
 from tests.conftest import stored_run as store
+from tests.conftest import this_machine
 
 
 @pytest.fixture
@@ -75,6 +77,18 @@ def test_compare_gives_ratios_b_over_a(results) -> None:
     assert rows["Failed"][3] == "-"  # 0 failed in both: no ratio
     path = run_report.write_comparison("a", "b")
     assert "| Output tok/s | 1,000 | 1,500 | 1.50x |" in path.read_text()
+
+
+def test_compare_names_the_machine_of_each_run_and_says_when_they_differ(results) -> None:
+    store("a", 1000)
+    store("b", 1500)
+    epyc = HostMachine(name="local", cpu="AMD EPYC 9454P", cpu_count=2, cpu_flags=["avx2", "avx512f", "avx512_bf16"])
+    store("c", 1500, machine=epyc)
+    same = {row[0]: row for row in run_report.comparison("a", "b")}["Machine"]
+    assert same[1] == same[2] == this_machine().cpu_label and same[3] == "the same"
+    other = {row[0]: row for row in run_report.comparison("a", "c")}["Machine"]
+    assert other[2] == "AMD EPYC 9454P, 2 cores, avx2 avx512f avx512_bf16"
+    assert other[3] == "not the same: the ratios measure the machines too"
 
 
 def test_tunnel_forwards_every_service_with_inventory_overrides_from_loopback_only() -> None:

@@ -41,6 +41,12 @@ def in_flight(metrics: str) -> float:
     return sum(float(value) for value in IN_FLIGHT.findall(metrics))
 
 
+def flag_value(argv: list[Any], flag: str) -> str:
+    """The value given to `flag` in an argument list (its last, as argparse keeps); empty where it is not given."""
+    values = [str(argv[index + 1]) for index, arg in enumerate(argv[:-1]) if arg == flag]
+    return values[-1] if values else ""
+
+
 def container_summary(found: dict[str, Any]) -> dict[str, Any]:
     """A docker_container_info loop result, reduced to what a status report shows (no environment)."""
     container = found.get("container") or {}
@@ -54,6 +60,7 @@ def container_summary(found: dict[str, Any]) -> dict[str, Any]:
         "image": config.get("Image", "-"),
         "recipe": (config.get("Labels") or {}).get("io.station.recipe", "-"),
         "config": (config.get("Labels") or {}).get("io.station.config", "-"),
+        "dtype": flag_value(config.get("Cmd") or [], "--dtype") or "-",
         "ports": [f"{b['HostIp']}:{b['HostPort']}->{port}" for port, binds in bindings.items() for b in binds or []],
         "started_at": state.get("StartedAt", "-"),
     }
@@ -143,6 +150,7 @@ class FilterModule:
             "station_fleet_engine_urls": fleet_engine_urls,
             "station_fleet_scrape_targets": fleet_scrape_targets,
             "station_in_flight": in_flight,
+            "station_flag_value": flag_value,
             "station_container_summary": container_summary,
             "station_target_summary": target_summary,
             "station_prometheus_labels": prometheus_labels,

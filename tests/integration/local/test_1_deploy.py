@@ -21,6 +21,7 @@ from tests.integration.conftest import (
     NODE_EXPORTER,
     PROMETHEUS,
     ROUTER,
+    cpu_dtype,
     engine_argv,
     engine_target_up,
     extra_inventory,
@@ -38,6 +39,10 @@ def test_engine_runs_the_pinned_image_with_exactly_the_rendered_arguments(engine
     assert engine["Image"] == docker_client.images.get(smoke.engine.image).id
     assert engine["Config"]["Cmd"] == engine_argv(smoke)
     assert engine["Config"]["Labels"]["io.station.config"] == render.config_hash(smoke)
+
+
+def test_deploy_says_the_dtype_the_hosts_cpu_chose(first_deploy) -> None:
+    assert f"The engine runs {cpu_dtype()} on local's CPU (" in first_deploy.output, first_deploy.output
 
 
 def test_engine_process_inside_the_container_has_the_rendered_argv(engine_host, smoke) -> None:
@@ -246,10 +251,8 @@ def test_second_deploy_changes_nothing(engine) -> None:
 def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None:
     wait_for(engine_target_up, 60, "the vllm target to be up")
     shown = succeeded(invoke("status", "--host", "local")).output
-    assert any(
-        ENGINE in line and "running" in line and "healthy" in line and "cpu-smoke" in line
-        for line in shown.splitlines()
-    )
+    engine_row = [line for line in shown.splitlines() if ENGINE in line and "running" in line and "healthy" in line]
+    assert engine_row and "cpu-smoke" in engine_row[0] and f" {cpu_dtype()} " in engine_row[0], shown
     assert any("scrape: vllm" in line and "up" in line for line in shown.splitlines())
 
 

@@ -18,6 +18,7 @@ from tests.integration.conftest import (
     ENGINE,
     Invocation,
     StreamingClients,
+    cpu_dtype,
     invoke,
     router_failed_sends,
     router_workers,
@@ -31,7 +32,7 @@ SWAP_CLIENT_TIMEOUT_S = inventory.role_default("vllm_router", "vllm_router_hold_
 
 
 def variant(tmp_path, name: str = "cpu-smoke-variant", **args) -> str:
-    """cpu-smoke with other engine arguments, as a recipe file of its own."""
+    """cpu-smoke with other engine arguments (a dtype among them pins it), as a recipe file of its own."""
     data = yaml.safe_load((paths.RECIPES / "cpu-smoke.yml").read_text())
     data["name"] = name
     data["engine"]["args"] |= args
@@ -137,11 +138,13 @@ def test_a_candidate_that_cannot_start_leaves_the_live_engine_untouched(
 def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back_out(
     promotion, docker_client, api_key, smoke, tmp_path
 ) -> None:
-    """`promote --in-place` (one GPU the model fills): bfloat16 is swapped in on trial, the router holding requests,
-    and the accuracy gate refuses it against the answers float32 gave before the swap; the last healthy
-    configuration is swapped back in, and no client sees a failure throughout."""
+    """`promote --in-place` (one GPU the model fills): the other dtype than the live engine's (which this machine's
+    CPU chose) is swapped in on trial, the router holding requests, and the accuracy gate refuses it against the
+    answers the live one gave before the swap; the last healthy configuration is swapped back in, and no client sees
+    a failure throughout."""
     live, failed_sends = docker_client.containers.get(ENGINE), router_failed_sends(docker_client)
-    drifting = variant(tmp_path, "cpu-smoke-bf16", dtype="bfloat16")
+    other = {"bfloat16": "float32", "float32": "bfloat16"}[cpu_dtype()]
+    drifting = variant(tmp_path, "cpu-smoke-drift", dtype=other)
     with StreamingClients(api_key, smoke.model.served_name, timeout_s=SWAP_CLIENT_TIMEOUT_S) as clients:
         run = invoke("promote", "--in-place", "--recipe", drifting)
     print(
@@ -151,7 +154,7 @@ def test_a_configuration_swapped_in_on_trial_whose_answers_drift_is_swapped_back
     print("\n".join(sorted(set(clients.failures))[:5]))
     assert run.returncode == 1, run.output
     assert "the candidate's answers drift from the live engine's: exact-match rate" in run.output
-    assert "cpu-smoke-bf16 served the traffic for" in run.output
+    assert "cpu-smoke-drift served the traffic for" in run.output
     assert "was swapped back out: cpu-smoke-variant serves again (the router held requests for up to" in run.output
     assert clients.failures == [] and clients.served > 0
     assert router_failed_sends(docker_client) == failed_sends  # out of the router while it drained, both times

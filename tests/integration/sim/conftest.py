@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -92,10 +93,14 @@ def sim_engine() -> str:
 
 
 @pytest.fixture(scope="session")
-def fresh_sim(docker_client) -> None:
+def fresh_sim(docker_client) -> Iterator[None]:
+    """sim started afresh for this run, and removed with its data when the run ends: nothing of the suite's is left
+    running on the machine."""
     sim.down(Console())
     sim.up(Console())
     sim_root(f"mkdir -p /etc/docker && echo '{json.dumps(PLANTED)}' > /etc/docker/daemon.json")
+    yield
+    sim.down(Console())
 
 
 @pytest.fixture(scope="session")

@@ -165,7 +165,12 @@ def served_by_both(model: str) -> tuple[float, float]:
 @pytest.mark.parametrize(("name", "other"), [("sim", "sim2"), ("sim2", "sim")])
 def test_each_simulated_host_reaches_the_other_on_the_private_network(sim2, name, other) -> None:
     assert sim.host(name).address in sim_root("hostname -I", name).stdout.split()
-    answer = sim_root(f'python3 -c "{SSH_BANNER}" {sim.host(other).address}', name)
+    # sim2 answers on its published port when it is up; on the private network, a moment later on a busy machine
+    answer = wait_for(
+        lambda: (found := sim_root(f'python3 -c "{SSH_BANNER}" {sim.host(other).address}', name)).stdout and found,
+        60,
+        f"{other}'s sshd to answer {name} on the private network",
+    )
     assert answer.stdout.startswith("SSH-"), answer.stdout + answer.stderr
 
 
@@ -284,17 +289,51 @@ def test_the_fleets_benchmark_goes_through_its_router_and_counts_each_hosts_shar
     assert "Prefix-cache hit rate" in run.output  # the table of shares, printed
 
 
+def test_cache_aware_routing_keeps_more_of_agent_sessions_in_the_prefix_caches_than_round_robin(
+    fleet_deployed, tmp_path
+) -> None:
+    """Agent sessions whose histories outgrow their shared prefix (agentic-cpu-sessions) through the fleet's router,
+    routed round_robin and then cache_aware, cpu-smoke's own routing, deployed back (deploys of the fleet that change
+    only its routers, so each run starts on a fresh router), each run with text of its own: the fleet's prefix-cache
+    hit rate, from every engine's own counters, is higher cache_aware."""
+    measured, switched = {}, {}
+    recipes = {"round_robin": routed(tmp_path, "round_robin"), "cache_aware": str(paths.RECIPES / "cpu-smoke.yml")}
+    try:
+        for seed, (policy, recipe) in enumerate(recipes.items(), start=1):
+            switched[policy] = succeeded(invoke("deploy", "--host", "sims", "--recipe", recipe, "--no-agent-check"))
+            wait_for(lambda: all(sim_router_health().values()), 120, f"sim's {policy} router to find both engines")
+            measured[policy] = fleet_bench(recipe, "--profile", sessions_with_seed(tmp_path, seed))
+    finally:
+        if "cache_aware" not in switched:  # the fleet runs cpu-smoke again for the tests after this one
+            succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
+    print("\nthe routers switched in " + ", ".join(f"{p}: {run.seconds:.0f} s" for p, run in switched.items()))
+    for name in ("sim", "sim2"):  # only the routers changed: the engines kept serving
+        assert "changed vllm_server :" not in host_section(switched["cache_aware"].output, "deploy", name)
+    for policy, (run, record) in measured.items():
+        print(f"\n{policy}:\n{run.output[-2500:]}")
+        succeeded(run)
+        assert record.fleet.routing == render.routing_args(load_recipe(recipes[policy]))
+        assert record.metrics.failed == 0
+        assert record.metrics.prefix_cache_hit_rate == record.fleet.prefix_cache_hit_rate  # every host's counters
+    assert all(share.requests > 0 for share in measured["round_robin"][1].fleet.shares)
+    hit_rates = {policy: record.fleet.prefix_cache_hit_rate for policy, (_, record) in measured.items()}
+    print(f"the fleet's prefix-cache hit rate: {hit_rates}")
+    assert hit_rates["cache_aware"] > hit_rates["round_robin"]
+    compared = succeeded(invoke("compare", *(record.run_id for _, record in measured.values())))
+    assert "Prefix-cache hit rate" in compared.output and "--policy=round_robin" in compared.output
+
+
 def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_flight(
     fleet_deployed, smoke, tmp_path
 ) -> None:
     """sim2's engine stops while the fleet's benchmark runs: the requests it was serving fail (the report counts
-    them), the router's health checks take it out and sim serves the rest; `deploy` starts it again, and the router
-    sends to it again."""
+    them), the router's health checks take it out and sim serves the rest. Last before sim2 goes: nothing brings its
+    engine back (a host taken out and put back by the router is the drain test's)."""
     fleet = fleet_engine_url("sim2")
     wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
     engine = inventory.setting(inventory.host_vars("sim2"), "vllm_server", "vllm_server_container_name")
     recipe = smoke_with_bench(
-        tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=256, concurrency=8, num_prompts=48
+        tmp_path, "cpu-smoke-fleet-long", input_len=64, output_len=256, concurrency=8, num_prompts=24
     )
     with ThreadPoolExecutor(1) as pool:
         benchmark = pool.submit(fleet_bench, recipe)
@@ -309,7 +348,7 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     failed = record.metrics.failed
     print(f"{failed} of {record.metrics.completed + failed} requests failed; sim2 was serving {serving:.0f}")
     assert "Completed / failed" in run.output and (run.returncode == 1) == (failed > 0)  # a failure is no measurement
-    assert record.metrics.completed + failed == 96
+    assert record.metrics.completed + failed == 48
     # At most what was in flight when the engine stopped: the client never has more than its concurrency in flight,
     # and the router sends the lost host's new requests (refused) to sim's engine.
     assert failed <= record.metrics.max_concurrency
@@ -320,46 +359,7 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     before = engine_successes("sim")
     assert chat_through_the_fleet(smoke.model.served_name) == ["length"] * AT_ONCE
     assert engine_successes("sim") - before == AT_ONCE  # out of the rotation
-
-    succeeded(invoke("deploy", "--host", "sim2", "--no-agent-check"))
-    deployed = time.monotonic()
-    wait_for(lambda: sim_router_health().get(fleet), 120, "sim's router to find sim2's engine back")
-    back = time.monotonic() - deployed
-    print(f"\nsim2's engine left the router {left:.0f} s after it stopped, and was back {back:.0f} s after the deploy")
-    assert all(served_by_both(smoke.model.served_name))
-
-
-def test_cache_aware_routing_keeps_more_of_agent_sessions_in_the_prefix_caches_than_round_robin(
-    fleet_deployed, tmp_path
-) -> None:
-    """Agent sessions whose histories outgrow their shared prefix (agentic-cpu-sessions) through the fleet's router,
-    routed round_robin and then cache_aware (deploys of the fleet that change only its routers, so each run starts
-    on a fresh router), each run with text of its own: the fleet's prefix-cache hit rate, from every engine's own
-    counters, is higher cache_aware. cache_aware is cpu-smoke's routing: deploying cpu-smoke back changes nothing."""
-    measured, switched = {}, {}
-    try:
-        for seed, policy in enumerate(("round_robin", "cache_aware"), start=1):
-            recipe = routed(tmp_path, policy)
-            switched[policy] = succeeded(invoke("deploy", "--host", "sims", "--recipe", recipe, "--no-agent-check"))
-            wait_for(lambda: all(sim_router_health().values()), 120, f"sim's {policy} router to find both engines")
-            measured[policy] = fleet_bench(recipe, "--profile", sessions_with_seed(tmp_path, seed))
-    finally:
-        back = succeeded(invoke("deploy", "--host", "sims", "--no-agent-check"))
-    for name in ("sim", "sim2"):
-        assert "Ansible changed=0" in host_section(back.output, "deploy", name), back.output
-    print("\nthe routers switched in " + ", ".join(f"{p}: {run.seconds:.0f} s" for p, run in switched.items()))
-    for policy, (run, record) in measured.items():
-        print(f"\n{policy}:\n{run.output[-2500:]}")
-        succeeded(run)
-        assert record.fleet.routing == render.routing_args(load_recipe(routed(tmp_path, policy)))
-        assert record.metrics.failed == 0
-        assert record.metrics.prefix_cache_hit_rate == record.fleet.prefix_cache_hit_rate  # every host's counters
-    assert all(share.requests > 0 for share in measured["round_robin"][1].fleet.shares)
-    hit_rates = {policy: record.fleet.prefix_cache_hit_rate for policy, (_, record) in measured.items()}
-    print(f"the fleet's prefix-cache hit rate: {hit_rates}")
-    assert hit_rates["cache_aware"] > hit_rates["round_robin"]
-    compared = succeeded(invoke("compare", *(record.run_id for _, record in measured.values())))
-    assert "Prefix-cache hit rate" in compared.output and "--policy=round_robin" in compared.output
+    print(f"\nsim2's engine left the router {left:.0f} s after it stopped")
 
 
 def test_sim2_is_removed_with_its_data_and_sim_keeps_the_network(sim2, docker_client) -> None:
