@@ -144,10 +144,15 @@ def indexed_run(**fields: object) -> IndexEntry:
     return IndexEntry.model_validate(valid | fields)
 
 
+def cpu_facts() -> dict[str, Any]:
+    """This machine's CPU as station_cpu_facts reads it on a host: the local host, and the simulated hosts (containers
+    on this machine: the same CPU)."""
+    return ansible_module("library/station_cpu_facts.py").cpu_facts()
+
+
 def this_machine() -> HostMachine:
-    """The `local` host as a run records it here: this machine's CPU, read by the module the bench role runs (the
-    simulated hosts are containers on it: the same CPU)."""
-    cpu = ansible_module("library/station_cpu_facts.py").cpu_facts()
+    """The `local` host as a run records it here: this machine's CPU, read by the module the bench role runs."""
+    cpu = cpu_facts()
     return HostMachine(
         name="local", cpu=cpu["model"], cpu_count=os.cpu_count(), cpu_flags=cpu["flags"], cpu_bfloat16=cpu["bfloat16"]
     )

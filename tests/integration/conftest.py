@@ -36,7 +36,7 @@ from station.bench import traffic
 from station.deploy import images, inventory
 from station.errors import StationError
 from station.recipes import recipe, render
-from tests.conftest import ansible_module
+from tests.conftest import cpu_facts
 
 ENGINE = "station-vllm"
 ROUTER = "station-router"
@@ -121,7 +121,7 @@ def serving(docker_client: docker.DockerClient, served: recipe.Recipe) -> bool:
 def cpu_dtype() -> str:
     """The dtype an engine that follows its host's CPU runs on this machine (the local host; the simulated hosts are
     containers on it), as the module the vllm_server role runs reads it."""
-    return ansible_module("library/station_cpu_facts.py").cpu_facts()["dtype"]
+    return cpu_facts()["dtype"]
 
 
 def engine_argv(served: recipe.Recipe) -> list[str]:

@@ -8,12 +8,8 @@ import subprocess
 
 from station import paths
 from station.bench import runs
-from tests.conftest import ansible_module, this_machine
+from tests.conftest import cpu_facts, this_machine
 from tests.integration.conftest import engine_argv
-
-
-def cpu_facts() -> dict:
-    return ansible_module("library/station_cpu_facts.py").cpu_facts()
 
 
 def test_every_prompt_completed_with_every_output_token(bench, small_bench) -> None:
