@@ -47,6 +47,7 @@ from station.bench.records import (  # noqa: E402
 from station.bench.telemetry import TelemetrySummary  # noqa: E402
 from station.deploy import inventory  # noqa: E402
 from station.recipes import recipe  # noqa: E402
+from tests import timings  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
 
@@ -87,6 +88,7 @@ def snapshot(folder: Path) -> dict[str, float]:
 
 
 _BEFORE = {folder: snapshot(folder) for folder in USER_FOLDERS}
+TIMINGS = pytest.StashKey[list[str]]()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -98,7 +100,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if touched:
         session.config.get_terminal_writer().line(f"the suite changed the user's {', '.join(touched)}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    session.config.stash[TIMINGS] = timings.summary(SANDBOX, paths.LOGS)
     clear_sandbox(keep_evidence=session.exitstatus != pytest.ExitCode.OK)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """After pytest's durations: the station commands and Ansible tasks that took longest (tests/timings.py)."""
+    if lines := config.stash.get(TIMINGS, None):
+        terminalreporter.section("where the time went")
+        for line in lines:
+            terminalreporter.line(line)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -36,7 +36,8 @@ from station.bench import traffic
 from station.deploy import images, inventory
 from station.errors import StationError
 from station.recipes import recipe, render
-from tests.conftest import cpu_facts
+from tests import timings
+from tests.conftest import SANDBOX, cpu_facts
 
 ENGINE = "station-vllm"
 ROUTER = "station-router"
@@ -95,7 +96,9 @@ def invoke(*args: str, env: dict[str, str] | None = None, timeout: int = 1800) -
         check=False,
         env=os.environ | CLI_ENV | (env or {}),
     )
-    return Invocation(argv, result.returncode, result.stdout + result.stderr, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    timings.record(SANDBOX, argv, seconds, result.returncode)
+    return Invocation(argv, result.returncode, result.stdout + result.stderr, seconds)
 
 
 def succeeded(run: Invocation) -> Invocation:
