@@ -10,7 +10,7 @@ import functools
 import os
 import shlex
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from invoke import Collection, Context, Exit, task
@@ -52,10 +52,13 @@ def user_errors() -> Iterator[None]:
 
 
 @contextmanager
-def on_host(host: str, command: str) -> Iterator[None]:
-    """As user_errors, holding the host's lock: one command that changes or measures a host at a time, from this
-    controller and any other (the host keeps the claim while the command runs, and it is freed when it ends)."""
-    with user_errors(), actions.holding(host, command, console):
+def on_host(host: str, command: str, *more: str) -> Iterator[None]:
+    """As user_errors, holding the host's lock (and those of `more` hosts the command changes too): one command that
+    changes or measures a host at a time, from this controller and any other (the host keeps the claim while the
+    command runs, and it is freed when it ends)."""
+    with user_errors(), ExitStack() as held:
+        for name in (host, *more):
+            held.enter_context(actions.holding(name, command, console))
         yield
 
 
@@ -90,7 +93,7 @@ def provision(c, host=None, recipe=None, tags=""):
 def bundle(c, host=None, recipe=None):
     """Build the offline bundle (images and wheels) a host without registry access needs for a recipe."""
     host, recipe = host_and_recipe(c, host, recipe)
-    with user_errors():
+    with on_host(host, "bundle"):
         console.print(f"Offline bundle: {delivery.build_bundle(host, recipes.load(recipe), console)}")
 
 
@@ -304,10 +307,12 @@ def check_recipe(c, recipe=None, host=None):
     recipe = recipe or c.config.station.recipe
     with user_errors():
         labelled = recipes.load_labelled(recipe)
-        if host:
+    if host:
+        with on_host(host, "check-recipe"):
             actions.check_args(host, labelled, console)
-            console.print(f"vLLM on {host} accepts every argument of {len(labelled)} recipe(s) in {recipe}.")
-            return
+        console.print(f"vLLM on {host} accepts every argument of {len(labelled)} recipe(s) in {recipe}.")
+        return
+    with user_errors():
         image, verdicts = argcheck.check(labelled, console)
         for verdict in verdicts:
             console.print(
@@ -419,7 +424,7 @@ WINDOW_HELP = "How far back to read the live traffic (30s, 5m, 1h, 1d); default:
 def profile_capture(c, host=None, window="1h"):
     """Capture the live traffic (lengths, rate, concurrency, cache hits) as a profile; it becomes the reference."""
     host, _ = host_and_recipe(c, host)
-    with user_errors():
+    with on_host(host, "profile-capture"):
         profile, path = capture.capture_traffic(host, window, console)
         console.print(report.traffic_profile(profile, path))
 
@@ -481,6 +486,8 @@ def drain(c, host=None):
     """Take a host of a fleet out of its router's rotation for maintenance: no new request, those it has finished."""
     host, _ = host_and_recipe(c, host)
     with user_errors():
+        router = rotation.router_of(host)
+    with on_host(host, "drain", router):  # the host it takes out or puts back, and the router it changes
         drained = rotation.drain(host, console)
     console.print(
         f"{host} is out of {drained.router}'s router after {drained.seconds:.0f} s, its requests finished; "
@@ -495,6 +502,8 @@ def undrain(c, host=None):
     """Put a drained host of a fleet back in its router's rotation, once its engine passes the health check."""
     host, _ = host_and_recipe(c, host)
     with user_errors():
+        router = rotation.router_of(host)
+    with on_host(host, "undrain", router):  # the host it takes out or puts back, and the router it changes
         back = rotation.undrain(host, console)
     console.print(
         f"{host} is back in {back.router}'s router; it sends to {', '.join(back.workers)}.",

@@ -132,7 +132,11 @@ def test_check_recipe_on_the_controller_rejects_a_misspelt_flag(tmp_path, cpu_la
     )
 
 
-@pytest.mark.parametrize("command", [["deploy"], ["smoke-bench"], ["down"]])
+# Every command that changes, measures or builds for a host takes its lock: refused at once while another holds it
+BUSY_REFUSED = [["deploy"], ["smoke-bench"], ["down"], ["check-recipe"], ["profile-capture"], ["bundle"]]
+
+
+@pytest.mark.parametrize("command", BUSY_REFUSED)
 def test_a_second_command_on_a_busy_host_is_refused(engine_id, docker_client, command: list[str]) -> None:
     from station.deploy import lock
 

@@ -22,7 +22,7 @@ from rich.console import Console
 
 from station import paths
 from station.bench.records import RunRecord
-from station.deploy import inventory, keys, sim, tunnel
+from station.deploy import inventory, keys, lock, sim, tunnel
 from station.generators import dashboards
 from station.recipes import profiles, render
 from station.recipes.recipe import CACHE_AWARE_SETTINGS
@@ -271,6 +271,14 @@ def test_a_drained_host_finishes_its_requests_and_gets_none_until_undrained(flee
     succeeded(invoke("undrain", "--host", "sim2"))
     assert fleet in sim_router_workers()
     assert all(served_by_both(smoke.model.served_name))
+
+
+def test_a_drain_is_refused_while_another_command_holds_the_routers_host(fleet_deployed) -> None:
+    """`drain` changes the router on sim: while a command holds sim, draining sim2 is refused, sim2 stays in."""
+    with lock.host("sim", "ladder"):
+        run = invoke("drain", "--host", "sim2")
+    assert run.returncode == 1 and "sim is busy: invoke ladder started at" in run.output, run.output
+    assert fleet_engine_url("sim2") in sim_router_workers()
 
 
 def test_the_fleets_benchmark_goes_through_its_router_and_counts_each_hosts_share(fleet_deployed, tmp_path) -> None:
