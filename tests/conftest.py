@@ -105,7 +105,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """After pytest's durations: the station commands and Ansible tasks that took longest (tests/timings.py)."""
+    """Just before pytest's durations: the station commands and Ansible tasks that took longest (tests/timings.py)."""
     if lines := config.stash.get(TIMINGS, None):
         terminalreporter.section("where the time went")
         for line in lines:

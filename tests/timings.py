@@ -2,7 +2,7 @@
 
 The integration tests record each CLI invocation here (one JSON line each, in the sandbox both workers share); the
 playbooks' own logs (station_events, one event per line with its second) give each task's wall time. The process that
-started the run reads both before the sandbox is cleared and prints the slowest of each after pytest's durations.
+started the run reads both before the sandbox is cleared and prints the slowest of each, just before pytest's durations.
 """
 
 from __future__ import annotations
