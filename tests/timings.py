@@ -34,10 +34,12 @@ def _task_seconds(log: Path) -> list[tuple[str, float]]:
     """Each task of one playbook log with the seconds from its start to the next task's (or the play's end)."""
     events = []
     for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{"):
+        try:
             event = json.loads(line)
-            if event.get("event") in ("task", "stats"):
-                events.append(event)
+        except json.JSONDecodeError:  # Ansible's own warnings, or the last line of a playbook cut short
+            continue
+        if isinstance(event, dict) and event.get("event") in ("task", "stats"):
+            events.append(event)
     return [(this["name"], after["s"] - this["s"]) for this, after in itertools.pairwise(events)]
 
 
