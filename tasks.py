@@ -481,13 +481,21 @@ def unlock(c, host=None):
 FLEET_HOST_HELP = "A host of a fleet, not the one running its router (station_fleet_router)"
 
 
+@contextmanager
+def on_fleet_host(host: str, command: str) -> Iterator[None]:
+    """As on_host, for a command that takes a host of a fleet out of its router's rotation or puts it back: it holds
+    that host's lock and the lock of the host whose router it changes."""
+    with user_errors():
+        router = rotation.router_of(host)
+    with on_host(host, command, router):
+        yield
+
+
 @task(help={"host": FLEET_HOST_HELP})
 def drain(c, host=None):
     """Take a host of a fleet out of its router's rotation for maintenance: no new request, those it has finished."""
     host, _ = host_and_recipe(c, host)
-    with user_errors():
-        router = rotation.router_of(host)
-    with on_host(host, "drain", router):  # the host it takes out or puts back, and the router it changes
+    with on_fleet_host(host, "drain"):
         drained = rotation.drain(host, console)
     console.print(
         f"{host} is out of {drained.router}'s router after {drained.seconds:.0f} s, its requests finished; "
@@ -501,9 +509,7 @@ def drain(c, host=None):
 def undrain(c, host=None):
     """Put a drained host of a fleet back in its router's rotation, once its engine passes the health check."""
     host, _ = host_and_recipe(c, host)
-    with user_errors():
-        router = rotation.router_of(host)
-    with on_host(host, "undrain", router):  # the host it takes out or puts back, and the router it changes
+    with on_fleet_host(host, "undrain"):
         back = rotation.undrain(host, console)
     console.print(
         f"{host} is back in {back.router}'s router; it sends to {', '.join(back.workers)}.",
