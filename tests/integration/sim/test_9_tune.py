@@ -3,8 +3,9 @@ back beside the live one, the interleaved re-measurement, the report; the live e
 throughout. Every part of it reaches the host as a remote one is reached: Ansible over SSH, and this machine's clients
 through SSH forwards.
 
-The host runs a configuration planted to be bad (cpu-smoke serving one sequence at a time, swapped in first) and
-every configuration of the space serves eight sessions at once: the tuner must find one at least 1.5 times better,
+The host runs a configuration planted to be bad (cpu-smoke at its worst on every flag of the space: one sequence at a
+time, 64-token prefill chunks, no prefix cache; swapped in first) and every configuration of the space serves eight
+sessions at once in chunks of 1k tokens or more: the tuner must find one at least 1.5 times better,
 measured again interleaved against the planted one, and write it as a recipe, or the test fails. The trials replay the
 profile itself, not the traffic the planted engine served: captured there, it replayed as 2 sessions (what serving one
 at a time let into the engine at once), where one sequence or 32 differ by 1.25x only. Capturing traffic is tested on
@@ -27,7 +28,7 @@ from tests.integration.sim.conftest import fleet_engine_url, sim_container_id, s
 HOST = "sim"
 TRIALS = 2  # distinct configurations: with one A B round, four engine starts (six took 13 of CI's minutes)
 AB_ROUNDS = 1  # the verdict over more rounds is test_tune's
-PLANTED = str(paths.ROOT / "tests" / "fixtures" / "recipes" / "cpu-smoke-one-seq.yml")
+PLANTED = str(paths.ROOT / "tests" / "fixtures" / "recipes" / "cpu-smoke-worst.yml")
 BETTER_BY = 1.5  # what the best trial must beat the planted configuration by, measured again
 
 
@@ -56,7 +57,7 @@ def tuned(planted_on_sim, sim_engine, smoke) -> tuple[Invocation, search.TuneRun
         )
     (state,) = [
         search.TuneRun.model_validate_json(path.read_text())
-        for path in sorted(search.TUNES.glob(f"*-{HOST}-cpu-smoke-one-seq-cpu-agentic*/tune.json"))[-1:]
+        for path in sorted(search.TUNES.glob(f"*-{HOST}-cpu-smoke-worst-cpu-agentic*/tune.json"))[-1:]
     ]
     print(f"\n{run.output[run.output.index('Tune ') :]}")
     print(
@@ -103,7 +104,7 @@ def test_the_winner_is_a_recipe_extending_the_running_one(tuned) -> None:
     winner = recipe.load(str(search.TUNES.parent / state.winner))
     assert yaml.safe_load((search.TUNES.parent / state.winner).read_text())["extends"] == PLANTED
     assert winner.tuned["tune"] == state.tune_id
-    assert winner.engine.args["max-num-seqs"] > 1
+    assert winner.engine.args["max-num-seqs"] > 1 and winner.engine.args["max-num-batched-tokens"] >= 1024
 
 
 def test_the_live_engine_kept_serving_untouched(tuned, sim_engine) -> None:
@@ -117,4 +118,4 @@ def test_the_live_engine_kept_serving_untouched(tuned, sim_engine) -> None:
 def test_a_tune_from_a_recipe_the_host_does_not_run_is_refused_before_any_trial(planted_on_sim) -> None:
     run = invoke("tune", "--host", HOST, "--recipe", "cpu-ladder", "--space", "cpu-agentic", "--profile", "agentic-cpu")
     assert run.returncode == 1, run.output
-    assert f"the live engine on {HOST} runs recipe cpu-smoke-one-seq" in run.output and "Trial 1" not in run.output
+    assert f"the live engine on {HOST} runs recipe cpu-smoke-worst" in run.output and "Trial 1" not in run.output
