@@ -72,6 +72,9 @@ def ansible_env() -> dict[str, str]:
     strategy = os.environ.get(STRATEGY_ENV, DEFAULT_STRATEGY)
     # Every run with Mitogen's would warn that strategies outside ansible.builtin are deprecated
     quiet = {"ANSIBLE_DEPRECATION_WARNINGS": "False"} if "mitogen" in strategy else {}
+    # ansible-core's SSH agent support imports cryptography's DSA, which warns on every run; a message filter, so that
+    # no process that inherits it (a module on the local host) imports cryptography to read it.
+    warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), "ignore:DSA is deprecated"]))
     return (
         os.environ
         | quiet
@@ -82,6 +85,7 @@ def ansible_env() -> dict[str, str]:
             "ANSIBLE_STRATEGY": strategy,
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",
+            "PYTHONWARNINGS": warnings,
             "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         }
     )
