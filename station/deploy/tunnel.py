@@ -90,12 +90,19 @@ def ssh_argv(connection: dict[str, Any], chosen: list[Forward] | list[SocketForw
     return [*argv, target]
 
 
+# Each host's description, once per process: a command that forwards to a host several times (a promotion's gates,
+# a tune's trials) asks Ansible once, as the inventory it reads is read once (station/deploy/inventory.py).
+_described: dict[str, dict[str, Any]] = {}
+
+
 def describe(host: str, console: Console) -> dict[str, Any]:
     """The host's connection settings and service ports, templated by Ansible."""
     inventory.host_vars(host)
-    with tempfile.TemporaryDirectory(prefix="station-tunnel-") as out:
-        playbook.run("tunnel", host, {"station_output_dir": out}, console)
-        return json.loads((Path(out) / "tunnel.json").read_text())
+    if host not in _described:
+        with tempfile.TemporaryDirectory(prefix="station-tunnel-") as out:
+            playbook.run("tunnel", host, {"station_output_dir": out}, console)
+            _described[host] = json.loads((Path(out) / "tunnel.json").read_text())
+    return _described[host]
 
 
 def free_local_port() -> int:

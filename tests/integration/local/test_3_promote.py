@@ -68,6 +68,11 @@ class Promotion:
     engine_before: str
     engine_after: str
     workers_after: list[str]
+    tunnels: set[Path]  # the playbooks that described the host for its forwards, one per run of them
+
+
+def tunnel_logs() -> set[Path]:
+    return set(paths.LOGS.glob("*-tunnel-local.log"))
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +81,18 @@ def promotion(first_deploy, docker_client, api_key, smoke, tmp_path_factory) -> 
     agent-check, the accuracy gate and a canary replay before it takes traffic); cpu-smoke is deployed back
     after, without the agent-check (the same path, with no gate from the controller)."""
     new = variant(tmp_path_factory.mktemp("variant"), **{"max-num-seqs": 128})
-    before = docker_client.containers.get(ENGINE).id
+    before, tunnels_before = docker_client.containers.get(ENGINE).id, tunnel_logs()
     with StreamingClients(api_key, smoke.model.served_name) as clients:
         run = invoke("promote", "--recipe", new)
-    outcome = Promotion(new, run, clients, before, docker_client.containers.get(ENGINE).id, router_workers())
+    outcome = Promotion(
+        new,
+        run,
+        clients,
+        before,
+        docker_client.containers.get(ENGINE).id,
+        router_workers(),
+        tunnel_logs() - tunnels_before,
+    )
     print(f"\nduring the promotion: {clients.served} chats served, {len(clients.failures)} failed, {run.seconds:.0f} s")
     print("\n".join(sorted(set(clients.failures))[:5]))
     yield outcome
@@ -94,6 +107,8 @@ def test_a_new_configuration_takes_over_with_no_failed_request(promotion) -> Non
     assert "What coding agents send, against local" in promotion.run.output
     assert "vllm_server : Remove the candidate's container, drained" in promotion.run.output
     assert "Promoted cpu-smoke-variant on local" in promotion.run.output
+    # Its gates reach the engines through forwards, several times; Ansible describes the host for them once
+    assert len(promotion.tunnels) == 1, sorted(promotion.tunnels)
 
 
 def test_every_gate_left_its_evidence(promotion) -> None:
