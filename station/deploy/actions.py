@@ -190,18 +190,22 @@ def check_args(host: str, labelled: list[tuple[str, Recipe]], console: Console) 
         playbook.run("check", host, extra | {"vllm_server_arg_checks": checks}, console)
 
 
-def status(host: str, console: Console) -> HostStatus:
+def status(host: str, console: Console, roles: list[str] | None = None) -> HostStatus:
     inventory.host_vars(host)
-    found, failed = statuses([host], console)
+    found, failed = statuses([host], console, roles)
     if failed:
         raise failed[host]
     return found[0]
 
 
-def statuses(hosts: list[str], console: Console) -> tuple[list[HostStatus], dict[str, StationError]]:
-    """Every host's status, asked of all at once; a host that cannot answer is in the second part, with why."""
+def statuses(
+    hosts: list[str], console: Console, roles: list[str] | None = None
+) -> tuple[list[HostStatus], dict[str, StationError]]:
+    """Every host's status, asked of all at once; a host that cannot answer is in the second part, with why.
+    `roles` asks only those roles for what they run (all of station's by default)."""
+    only = {"station_status_roles": roles} if roles else {}
     with tempfile.TemporaryDirectory(prefix="station-status-") as out:
-        failed = playbook.run_on_each("status", hosts, {"station_output_dir": out}, console)
+        failed = playbook.run_on_each("status", hosts, {"station_output_dir": out} | only, console)
         answered = [host for host in hosts if host not in failed]
         return [HostStatus.model_validate_json((Path(out) / f"{host}.json").read_text()) for host in answered], failed
 
@@ -244,7 +248,7 @@ def unlock(host: str, console: Console) -> dict[str, Any] | None:
 def live_engine(host: str, console: Console) -> ContainerStatus:
     """The live engine's container as status reports it (recipe, config, state), or a clear error when none runs."""
     name = inventory.setting(inventory.host_vars(host), "vllm_server", "vllm_server_container_name")
-    engine = status(host, console).container(name)
+    engine = status(host, console, roles=["vllm_server"]).container(name)
     if engine is None or not engine.running:
         raise StationError(f"no engine runs on {host}", f"deploy one first: invoke deploy --host {host}")
     return engine
