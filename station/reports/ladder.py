@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display on a server
-
 from rich.table import Table
 
 from station.bench import runs
