@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import json
 import subprocess
 import sys
+import tarfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -182,6 +186,36 @@ def test_a_docker_engine_older_than_a_security_fix_is_reported_with_how_to_upgra
         assert f"first released in {fixed_in(engine)}" in said and "https://docs.docker.com/engine/install/" in said
 
 
+@pytest.fixture
+def empty_image() -> Iterator[str]:
+    """An image of no layers, imported under a tag of its own (no registry here), and removed after."""
+    client, tag = docker.from_env(), f"station.invalid/test-empty:{uuid.uuid4().hex[:8]}"
+    archive = io.BytesIO()
+    tarfile.open(fileobj=archive, mode="w").close()
+    client.api.import_image_from_data(archive.getvalue(), repository=tag)
+    yield tag
+    for name in (tag, f"{tag}-late"):
+        client.images.remove(name, force=True)
+
+
+def test_an_image_is_found_by_what_the_run_knows_or_looked_up_and_a_missing_one_refused(
+    tmp_path, monkeypatch, empty_image
+) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    console = Console(record=True, width=400)
+    late = f"{empty_image}-late"
+    with pytest.raises(StationError) as error:
+        playbook.run_file(FIXTURES / "playbooks" / "docker_images.yml", "local",
+                          {"known_image": empty_image, "late_image": late}, console)  # fmt: skip
+    said, image_id = console.export_text(), docker.from_env().images.get(empty_image).id
+    assert f"known {image_id}" in said and f"late {image_id}" in said, said
+    assert f"Image {late}-nowhere is not on local and no registry provides it" in error.value.problem
+    events = [json.loads(line) for line in next((tmp_path / "logs").glob("*.log")).read_text().splitlines()]
+    looked_up = [e["task"] for e in events if e["event"] == "ok" and e["task"].startswith("station_docker : Look up")]
+    assert looked_up == [f"station_docker : Look up on the host the image {name}" for name in (late, f"{late}-nowhere")]
+
+
 def test_the_shipped_fixes_name_components_this_engine_reports() -> None:
     fixes = yaml.safe_load((paths.ANSIBLE / "roles" / "docker_engine" / "vars" / "main.yml").read_text())
     assert {fix["component"] for fix in fixes["_docker_engine_security_fixes"]} <= set(engine_versions())
@@ -268,6 +302,32 @@ def test_container_summary_leaves_the_environment_out() -> None:
         "started_at": "t",
     }
     assert "secret" not in str(summary)
+
+
+def test_what_the_engine_holds_is_reduced_to_published_ports_tagged_images_and_networks() -> None:
+    """A docker_host_info result as the Docker API lists them: a stopped container publishes nothing, a port the image
+    exposes without publishing is no host port, an untagged image has no name to be found by."""
+    info = {
+        "containers": [
+            {
+                "Names": ["/station-router"],
+                "Ports": [
+                    {"PrivatePort": 29000, "Type": "tcp"},
+                    {"IP": "127.0.0.1", "PrivatePort": 8000, "PublicPort": 8000, "Type": "tcp"},
+                    {"IP": "::1", "PrivatePort": 8000, "PublicPort": 8000, "Type": "tcp"},
+                ],
+            },
+            {"Names": ["/station-vllm-candidate"], "Ports": []},
+        ],
+        "images": [{"Id": "sha256:a", "RepoTags": ["station.invalid/vllm-cpu:0.32.0", "x:1"]}, {"Id": "sha256:b"}],
+        "networks": [{"Name": "bridge"}, {"Name": "station"}],
+    }
+    assert _filters().docker_known(info) == {
+        "containers": {"station-router": ["8000"], "station-vllm-candidate": []},
+        "images": {"station.invalid/vllm-cpu:0.32.0": "sha256:a", "x:1": "sha256:a"},
+        "networks": ["bridge", "station"],
+    }
+    assert _filters().docker_known({"can_talk_to_docker": False}) == {"containers": {}, "images": {}, "networks": []}
 
 
 @pytest.mark.parametrize(

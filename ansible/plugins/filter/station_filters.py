@@ -66,6 +66,22 @@ def container_summary(found: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def docker_known(info: dict[str, Any]) -> dict[str, Any]:
+    """A docker_host_info result (containers, images, networks), reduced to what the checks before a deploy read:
+    each container's host ports published now (a stopped one publishes none), each tagged image's id, the networks."""
+    return {
+        "containers": {
+            name.lstrip("/"): sorted(
+                {str(port["PublicPort"]) for port in container.get("Ports") or [] if "PublicPort" in port}
+            )
+            for container in info.get("containers") or []
+            for name in container.get("Names") or []
+        },
+        "images": {tag: image["Id"] for image in info.get("images") or [] for tag in image.get("RepoTags") or []},
+        "networks": [network["Name"] for network in info.get("networks") or []],
+    }
+
+
 def prometheus_labels(labels: dict[str, Any]) -> str:
     """A label set in Prometheus' exposition format: {a="1",b="x \\"y\\""}."""
     quoted = (str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") for value in labels.values())
@@ -152,6 +168,7 @@ class FilterModule:
             "station_in_flight": in_flight,
             "station_flag_value": flag_value,
             "station_container_summary": container_summary,
+            "station_docker_known": docker_known,
             "station_target_summary": target_summary,
             "station_prometheus_labels": prometheus_labels,
             "station_json_object": json_object,
