@@ -24,6 +24,7 @@ from station.deploy import actions, argcheck, delivery, inventory, lock, sim, tu
 from station.deploy import agent_check as agents
 from station.errors import StationError
 from station.fleet import each, k8s, rotation
+from station.recipes import fit as fitting
 from station.recipes import profiles
 from station.recipes import recipe as recipes
 from station.reports import ladder as ladder_report
@@ -323,6 +324,35 @@ def check_recipe(c, recipe=None, host=None):
 
 
 @task(
+    help={
+        "recipe": RECIPE_HELP + "; a ladder fits every step",
+        "gpu_memory_gib": "Memory of one GPU, in GiB (a GB300: 252; an H100: 80)",
+    }
+)
+def fit(c, recipe=None, gpu_memory_gib=0.0):
+    """Whether a recipe fits a GPU: weights, Mamba state, overhead and the KV cache left, from the model's card."""
+    recipe = recipe or c.config.station.recipe
+    with user_errors():
+        labelled = recipes.load_labelled(recipe)
+        if not labelled[0][1].engine.container.gpus:
+            for dtype in ("bfloat16", "float32"):
+                tokens = fitting.cpu_kv_tokens(labelled[0][1], dtype)
+                console.print(f"{recipe} on a CPU: its KV cache holds {tokens:,} tokens in {dtype}")
+            return
+        if float(gpu_memory_gib) <= 0:
+            raise StationError("fit needs the GPU's memory", "give it: --gpu-memory-gib 252 (a GB300)")
+        fitted = [(label, fitting.fit(chosen, float(gpu_memory_gib))) for label, chosen in labelled]
+        console.print(report.fits(fitted))
+        refused = [done.problem for _, done in fitted if not done.fits]
+        if refused:
+            raise StationError(
+                refused[0],
+                "serve fewer sequences (max-num-seqs) or a shorter max-model-len, cache in FP8 (kv-cache-dtype fp8, "
+                "mamba-ssm-cache-dtype float16), split the model (tensor-parallel-size), or choose a bigger GPU",
+            )
+
+
+@task(
     name="report",
     help={"run": "Run id(s), comma-separated", "last": "The last N runs (default 10)", "host": "Only this host's runs"},
 )
@@ -612,6 +642,7 @@ ns = Collection(
     smoke_bench,
     run_ladder,
     check_recipe,
+    fit,
     write_report,
     compare,
     price,

@@ -16,6 +16,7 @@ from station.bench.traffic import Drift, TrafficProfile
 from station.deploy.actions import Deployment, Provisioning
 from station.deploy.agent_check import Check
 from station.deploy.host_status import HostStatus
+from station.recipes.fit import GIB, Fit
 
 
 def deployment(done: Deployment) -> Table:
@@ -247,4 +248,31 @@ def traffic_drift(reference: Path, drifts: list[Drift], threshold: float) -> Tab
     for row in drifts:
         flag = "[red]drift[/]" if row.beyond(threshold) else "ok"
         table.add_row(row.quantity, f"{row.reference:,.0f}", f"{row.live:,.0f}", f"{row.ratio:.2f}x", flag)
+    return table
+
+
+def fits(labelled: list[tuple[str, Fit]]) -> Table:
+    """Each recipe (or ladder step) on its GPU: where the memory goes, and what the KV cache holds."""
+    first = labelled[0][1]
+    per_gpu = f", per GPU of tensor parallel {first.tensor_parallel}" if first.tensor_parallel > 1 else ""
+    table = Table(
+        title=f"{first.model} on a {first.gpu_bytes / GIB:.0f} GiB GPU, {first.utilization:.2f} for vLLM{per_gpu}",
+        caption=f"GiB. Needs: the smallest GPU it fits. Sequences: of the benchmark's {first.sequence_tokens:,} "
+        f"tokens the KV cache holds at once (max-num-seqs {first.max_num_seqs})"
+        + (". Estimated: the model's card gives its size from related checkpoints" if first.estimated else ""),
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column("Recipe", no_wrap=True)
+    for column in ("Weights", "Mamba", "Overhead", "KV cache", "KV tokens", "Sequences", "Needs", "Fits"):
+        table.add_column(column, justify="right")
+    for label, fit in labelled:
+        table.add_row(
+            label.split(" (")[0],  # a ladder's step: "step 3 (what it changes)"
+            *(f"{part / GIB:.1f}" for part in (fit.weights, fit.mamba_state, fit.overhead, fit.kv_cache)),
+            f"{fit.kv_tokens / 1e6:.2f}M",
+            f"{fit.sequences:,}",
+            f"{fit.needed_bytes / GIB:.0f}",
+            "[green]yes[/]" if fit.fits else "[red]NO[/]",
+        )
     return table

@@ -62,7 +62,7 @@ def test_a_recipe_change_shows_up_in_the_rendered_args(tmp_path) -> None:
     assert pod["metadata"]["annotations"]["station.io/config"] == render.config_hash(narrow)
 
 
-@pytest.mark.parametrize(("name", "gpus"), [("cpu-smoke", None), ("nemotron-3.5-super-vl-h100-h200", 2)])
+@pytest.mark.parametrize(("name", "gpus"), [("cpu-smoke", None), ("nemotron-3.5-super-vl-h100-h200", 4)])
 def test_each_engine_asks_for_one_gpu_per_parallel_rank(name: str, gpus: int | None) -> None:
     chosen = recipe.load(name)
     resources = engine_container(k8s.manifests(chosen, placed(chosen)))["resources"]

@@ -31,7 +31,7 @@ AGENT_SERVING = {
 
 def test_gb300_step0_is_defaults_with_fp32_state_and_256_sequences_and_agent_serving(gb300) -> None:
     args = gb300.recipe(0).engine.args
-    assert args == {"trust-remote-code": True, "max-num-seqs": 256, "mamba-ssm-cache-dtype": "float32"} | AGENT_SERVING
+    assert args == {"max-num-seqs": 256, "mamba-ssm-cache-dtype": "float32"} | AGENT_SERVING
     assert gb300.recipe(0).bench.model_dump(include={"input_len", "output_len", "concurrency"}) == {
         "input_len": 512,
         "output_len": 512,
@@ -55,6 +55,14 @@ def test_deploy_uses_the_last_step_and_a_step_can_be_chosen() -> None:
     assert recipe.load(f"{GB300}:2").engine.args.get("mamba-backend") is None
     with pytest.raises(StationError, match="has no step '9'"):
         recipe.load(f"{GB300}:9")
+
+
+def test_gb300_serves_the_nvfp4_checkpoint_with_the_architecture_built_into_vllm(gb300) -> None:
+    """The published baseline used 67 GB: NVFP4's size; vLLM has NemotronH_Omni_Reasoning_V3 built in since 0.29."""
+    for index in range(len(gb300.steps)):
+        chosen = gb300.recipe(index)
+        assert chosen.model.id == "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-NVFP4"
+        assert "trust-remote-code" not in chosen.engine.args
 
 
 def test_gb300_is_a_pinned_source_build_with_its_version(gb300) -> None:
@@ -86,7 +94,7 @@ def test_variants_are_unmeasured_and_show_no_published_figure(variant: str) -> N
     ladder = recipe.load_ladder(variant)
     assert not ladder.measured
     assert all(ladder.recipe(index).reference is None for index in range(len(ladder.steps)))
-    assert "FP8" in ladder.recipe(0).model.id
+    assert ladder.recipe(0).model.id.rsplit("-", 1)[1] in {"NVFP4", "BF16"}  # the checkpoints NVIDIA publishes
     assert any("Unmeasured" in caveat for caveat in ladder.caveats)
 
 

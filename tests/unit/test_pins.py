@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from station import paths
-from station.recipes import recipe
+from station.recipes import models, recipe
 
 LEDGER = yaml.safe_load((paths.ROOT / "docs" / "pins.yml").read_text())
 PINNED = {entry["ref"]: entry for entry in LEDGER["images"]}
@@ -97,7 +97,22 @@ def test_every_referenced_package_is_in_the_ledger_for_both_architectures(ref: s
     assert {"amd64", "arm64"} <= set(PACKAGES[ref]["arches"])
 
 
-@pytest.mark.parametrize("entry", LEDGER["images"] + LEDGER["packages"], ids=lambda entry: entry["ref"].split("@")[0])
+@pytest.mark.parametrize(
+    "entry", LEDGER["images"] + LEDGER["packages"] + LEDGER["models"], ids=lambda entry: entry["ref"].split("@")[0]
+)
 def test_every_ledger_entry_has_evidence_and_a_date(entry: dict) -> None:
     assert entry["evidence"] and all(len(line) > 40 for line in entry["evidence"])
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(entry["checked"]))
+
+
+MODELS = {entry["ref"]: entry for entry in LEDGER["models"]}
+HUB_MODELS = sorted(
+    {r.model.id for name in recipe.available() for _, r in recipe.load_labelled(name) if r.model.source == "hub"}
+)
+
+
+@pytest.mark.parametrize("model", HUB_MODELS)
+def test_every_hub_model_a_recipe_serves_is_in_the_ledger_with_its_card(model: str) -> None:
+    assert model in MODELS, f"{model} has no entry under models: in docs/pins.yml: look up its evidence and add it"
+    assert models.card(model).id == model
+    assert (paths.ROOT / MODELS[model]["card"]).is_file()

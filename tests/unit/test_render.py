@@ -176,9 +176,10 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def hub_recipe(revision: str | None, **args) -> recipe.Recipe:
+    """A Hub model that needs its own code (the flagship's does not: vLLM has its architecture built in)."""
     gb300 = recipe.load("nemotron-3.5-super-vl-gb300:0")
     model = gb300.model.model_copy(update={"revision": revision})
-    engine = gb300.engine.model_copy(update={"args": dict(gb300.engine.args) | args})
+    engine = gb300.engine.model_copy(update={"args": dict(gb300.engine.args) | {"trust-remote-code": True} | args})
     return gb300.model_copy(update={"model": model, "engine": engine})
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 
 import openai
@@ -12,7 +13,7 @@ from rich.console import Console
 
 from station import paths
 from station.deploy import playbook
-from station.recipes import render
+from station.recipes import fit, render
 from tests.conftest import host_section
 from tests.integration.conftest import (
     API_URL,
@@ -54,6 +55,16 @@ def test_engine_environment_is_the_recipe_env_plus_the_key(engine, smoke) -> Non
     env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
     assert {name: env.get(name) for name in smoke.engine.env} == dict(smoke.engine.env)
     assert len(env["VLLM_API_KEY"]) == 48
+
+
+def test_the_fit_predicts_the_kv_cache_the_engine_allocated(engine, smoke, docker_client) -> None:
+    """`invoke fit`'s arithmetic (recipes/models/tiny-llama.yml, the engine's dtype) against vLLM's own figure: the
+    KV cache the CPU engine logged at its start."""
+    logged = re.findall(r"KV cache size: ([\d,]+) tokens", docker_client.containers.get(ENGINE).logs().decode())
+    assert logged, "the engine logged no KV cache size"
+    measured, predicted = int(logged[-1].replace(",", "")), fit.cpu_kv_tokens(smoke, cpu_dtype())
+    print(f"\nKV cache: {predicted:,} tokens predicted, {measured:,} allocated by the engine ({cpu_dtype()})")
+    assert abs(predicted - measured) <= 0.1 * measured
 
 
 def test_the_engine_drains_when_stopped_and_the_router_holds_requests_meanwhile(engine, docker_client) -> None:

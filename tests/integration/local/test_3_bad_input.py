@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from station import paths
+from tests.conftest import FIXTURES
 from tests.integration.conftest import ENGINE, invoke, succeeded
 
 
@@ -180,6 +181,6 @@ def test_unlock_frees_a_host_whose_command_lost_its_controller(held_by_another_c
 
 
 def test_remote_code_without_a_pinned_commit_is_refused_before_anything_runs(engine_id, docker_client) -> None:
-    run = invoke("deploy", "--host", "local", "--recipe", "nemotron-3.5-super-vl-gb300")
+    run = invoke("deploy", "--host", "local", "--recipe", str(FIXTURES / "recipes" / "remote-code-unpinned.yml"))
     _failed(run, "sets trust-remote-code", "pins no commit (model.revision: none)", "40-character commit")
     assert docker_client.containers.get(ENGINE).id == engine_id
