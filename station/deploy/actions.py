@@ -18,7 +18,7 @@ from station import paths
 from station.deploy import agent_check, candidate, delivery, inventory, keys, lock, playbook, tunnel
 from station.deploy.host_status import ContainerStatus, HostStatus
 from station.errors import StationError
-from station.recipes import render
+from station.recipes import fit, render
 from station.recipes.recipe import Recipe
 
 
@@ -169,7 +169,7 @@ def provision_vars(recipe: Recipe | None) -> dict[str, Any]:
     if recipe is None or not recipe.engine.container.gpus:
         return {}
     return {
-        "preflight_min_gpu_memory_gib": recipe.engine.container.gpu_memory_gib,
+        "preflight_min_gpu_memory_gib": fit.needed_gib(recipe),
         "nvidia_container_toolkit_verify_image": recipe.engine.image,
     }
 

@@ -10,12 +10,13 @@ recipe's benchmark length fit at once, beside max-num-seqs.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from station.errors import StationError
-from station.recipes.models import BYTES, Card, Shape, card
+from station.recipes.models import BYTES, Card, Shape, card, cards
 from station.recipes.recipe import Recipe
 
 GIB = 2**30
@@ -139,6 +140,15 @@ def fit(recipe: Recipe, gpu_memory_gib: float) -> Fit:
         max_num_seqs=max_num_seqs,
         sequence_tokens=recipe.bench.input_len + recipe.bench.output_len,
     )
+
+
+def needed_gib(recipe: Recipe) -> int:
+    """The memory each GPU must have, which provisioning and deploy check the host's GPUs against: the recipe's own
+    gpu_memory_gib, or its fit's where station knows the model and it needs more; none for a CPU engine."""
+    container = recipe.engine.container
+    if not container.gpus or recipe.model.id not in cards():
+        return container.gpu_memory_gib if container.gpus else 0
+    return max(container.gpu_memory_gib, math.ceil(fit(recipe, container.gpu_memory_gib).needed_bytes / GIB))
 
 
 def cpu_kv_tokens(recipe: Recipe, cpu_dtype: str) -> int:

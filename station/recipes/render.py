@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from station.errors import StationError
+from station.recipes import fit
 from station.recipes.recipe import CACHE_AWARE_SETTINGS, SCALE_OUT_FLAG, ArgValue, Recipe
 
 FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -150,6 +151,7 @@ def engine_vars(recipe: Recipe) -> dict[str, Any]:
         "vllm_server_env": dict(recipe.engine.env),
         "vllm_server_container_port": ENGINE_CONTAINER_PORT,
         "vllm_server_gpus": container.gpus,
+        "vllm_server_gpu_memory_gib": fit.needed_gib(recipe),
         "vllm_server_shm_size": container.shm_size,
         "vllm_server_ipc_host": container.ipc_host,
         "vllm_server_served_model_name": recipe.model.served_name,

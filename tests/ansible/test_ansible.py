@@ -210,10 +210,13 @@ def test_an_image_is_found_by_what_the_run_knows_or_looked_up_and_a_missing_one_
                           {"known_image": empty_image, "late_image": late}, console)  # fmt: skip
     said, image_id = console.export_text(), docker.from_env().images.get(empty_image).id
     assert f"known {image_id}" in said and f"late {image_id}" in said, said
+    assert "runtimes " in said and "runc" in said.split("runtimes ")[1].split()[0]  # the later play's, not asked again
     assert f"Image {late}-nowhere is not on local and no registry provides it" in error.value.problem
     events = [json.loads(line) for line in next((tmp_path / "logs").glob("*.log")).read_text().splitlines()]
     looked_up = [e["task"] for e in events if e["event"] == "ok" and e["task"].startswith("station_docker : Look up")]
     assert looked_up == [f"station_docker : Look up on the host the image {name}" for name in (late, f"{late}-nowhere")]
+    queried = [e for e in events if e["event"] == "ok" and e["task"].startswith("station_docker : Query the Docker")]
+    assert len(queried) == 1
 
 
 def test_the_shipped_fixes_name_components_this_engine_reports() -> None:

@@ -12,12 +12,14 @@ import tarfile
 
 import pytest
 import requests
+import yaml
 from docker.errors import ImageNotFound
 from rich.console import Console
 
 from station import paths
 from station.deploy import bundle, images, inventory, keys, platforms, playbook, sim, tunnel
 from station.errors import StationError
+from station.recipes import fit, recipe
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
 from tests.integration.conftest import Invocation, extra_inventory, invoke, succeeded
@@ -136,6 +138,21 @@ def test_a_too_old_driver_fails_with_what_to_do(fixture_nvidia_smi) -> None:
     assert "NVIDIA driver 535.54.03 on sim is older than 580.65.06" in run.output
     assert "nvidia_driver_install: true" in run.output
     assert "Traceback" not in run.output
+
+
+def test_a_recipe_that_does_not_fit_the_gpu_is_refused_with_where_its_memory_goes(fixture_nvidia_smi, tmp_path):
+    """The fixture's GPU has 140.4 GiB, which the flagship fits; with 1024 sequences their Mamba state outgrows it,
+    and provisioning with that recipe is refused with the fit's figure and how to see where it goes."""
+    fixture_nvidia_smi("580.95.05", "13.0")
+    crowded = tmp_path / "crowded.yml"
+    crowded.write_text(yaml.safe_dump({"extends": "nemotron-3.5-super-vl-gb300", "name": "crowded",
+                                       "base": {"engine": {"args": {"max-num-seqs": 1024}}}}))  # fmt: skip
+    needed = fit.needed_gib(recipe.load(str(crowded)))
+    assert needed > 141 >= fit.needed_gib(recipe.load("nemotron-3.5-super-vl-gb300"))
+    run = invoke("provision", "--host", "sim", "--recipe", str(crowded), "--tags", "preflight")
+    assert run.returncode == 1, run.output
+    assert f"The recipe needs {needed} GiB per GPU" in run.output, run.output
+    assert "FIXTURE GPU (stand-in) with 140.4 GiB" in run.output and "--gpu-memory-gib 140" in run.output
 
 
 def test_a_lock_this_controller_left_is_taken_over_and_every_command_frees_the_host(provisioned) -> None:
