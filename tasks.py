@@ -343,13 +343,7 @@ def fit(c, recipe=None, gpu_memory_gib=0.0):
             raise StationError("fit needs the GPU's memory", "give it: --gpu-memory-gib 252 (a GB300)")
         fitted = [(label, fitting.fit(chosen, float(gpu_memory_gib))) for label, chosen in labelled]
         console.print(report.fits(fitted))
-        refused = [done.problem for _, done in fitted if not done.fits]
-        if refused:
-            raise StationError(
-                refused[0],
-                "serve fewer sequences (max-num-seqs) or a shorter max-model-len, cache in FP8 (kv-cache-dtype fp8, "
-                "mamba-ssm-cache-dtype float16), split the model (tensor-parallel-size), or choose a bigger GPU",
-            )
+        fitting.require_fits([done for _, done in fitted])
 
 
 @task(

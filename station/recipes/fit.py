@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from station.errors import StationError
-from station.recipes.models import BYTES, Card, Shape, card, cards
+from station.recipes.models import BYTES, Shape, card, cards
 from station.recipes.recipe import Recipe
 
 GIB = 2**30
@@ -82,6 +82,17 @@ class Fit(BaseModel):
         )
 
 
+def require_fits(fits: list[Fit]) -> None:
+    """Refuse the first that does not fit, with its numbers and the ways out."""
+    refused = [fit.problem for fit in fits if not fit.fits]
+    if refused:
+        raise StationError(
+            refused[0],
+            "serve fewer sequences (max-num-seqs) or a shorter max-model-len, cache in FP8 (kv-cache-dtype fp8, "
+            "mamba-ssm-cache-dtype float16), split the model (tensor-parallel-size), or choose a bigger GPU",
+        )
+
+
 def draft_tokens(args: dict[str, Any]) -> int:
     return int((args.get("speculative-config") or {}).get("num_speculative_tokens", 0))
 
@@ -107,16 +118,16 @@ def mamba_bytes_per_sequence(shape: Shape, args: dict[str, Any], dtype: str, ten
     return shape.mamba.layers * (conv + ssm) // tensor_parallel
 
 
-def engine_dtype(recipe: Recipe, model: Card, cpu_dtype: str = "") -> str:
+def engine_dtype(recipe: Recipe, shape: Shape, cpu_dtype: str = "") -> str:
     """The dtype the engine computes in: pinned in args, chosen from the host's CPU, or the checkpoint's own."""
-    return str(recipe.engine.args.get("dtype") or cpu_dtype or model.shape.dtype)
+    return str(recipe.engine.args.get("dtype") or cpu_dtype or shape.dtype)
 
 
 def fit(recipe: Recipe, gpu_memory_gib: float) -> Fit:
     """The recipe on one GPU of that much memory."""
     model = card(recipe.model.id)
     args, shape = recipe.engine.args, model.shape
-    dtype = engine_dtype(recipe, model)
+    dtype = engine_dtype(recipe, shape)
     tensor_parallel = int(args.get("tensor-parallel-size", 1))
     gpu_bytes = int(gpu_memory_gib * GIB)
     utilization = float(args.get("gpu-memory-utilization", DEFAULT_UTILIZATION))
@@ -146,8 +157,10 @@ def needed_gib(recipe: Recipe) -> int:
     """The memory each GPU must have, which provisioning and deploy check the host's GPUs against: the recipe's own
     gpu_memory_gib, or its fit's where station knows the model and it needs more; none for a CPU engine."""
     container = recipe.engine.container
-    if not container.gpus or recipe.model.id not in cards():
-        return container.gpu_memory_gib if container.gpus else 0
+    if not container.gpus:
+        return 0
+    if recipe.model.id not in cards():
+        return container.gpu_memory_gib
     return max(container.gpu_memory_gib, math.ceil(fit(recipe, container.gpu_memory_gib).needed_bytes / GIB))
 
 
@@ -160,7 +173,6 @@ def cpu_kv_tokens(recipe: Recipe, cpu_dtype: str) -> int:
             f"{recipe.name} leaves the CPU engine's KV cache to vLLM's own sizing",
             "set engine.env VLLM_CPU_KVCACHE_SPACE (GiB), which vLLM's CPU backend allocates whole",
         )
-    model = card(recipe.model.id)
+    shape = card(recipe.model.id).shape
     space = int(recipe.engine.env["VLLM_CPU_KVCACHE_SPACE"]) * GIB  # an integer, as vllm/platforms/cpu.py reads it
-    dtype = engine_dtype(recipe, model, cpu_dtype)
-    return space // kv_bytes_per_token(model.shape, recipe.engine.args, dtype)
+    return space // kv_bytes_per_token(shape, recipe.engine.args, engine_dtype(recipe, shape, cpu_dtype))

@@ -103,7 +103,7 @@ def _config(data: dict[str, Any], raw: dict[str, dict[str, Any]]) -> dict[str, A
     """A card's config.json values: its own, the generator's (`generated`), or another card's (`config_of`, the same
     model in another precision)."""
     if "config_of" in data:
-        return raw[data["config_of"]]["config"]
+        return _config(raw[data["config_of"]], raw)
     return tiny_model.CONFIG if data["config"] == "generated" else data["config"]
 
 
