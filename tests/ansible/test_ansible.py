@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tarfile
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -527,3 +528,40 @@ def test_mitogen_waits_longer_for_a_local_host_than_its_default() -> None:
     env = playbook.ansible_env() | {"PYTHONPATH": str(paths.ANSIBLE / "plugins" / "strategy")}
     shown = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, check=True)
     assert float(shown.stdout) == 120
+
+
+def test_modules_run_from_bytecode_sent_with_them_and_compiled_once_per_controller(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(paths, "STATE", tmp_path / "state")
+    monkeypatch.setattr(paths, "CACHE", tmp_path / "state" / "cache")
+
+    def compiled() -> dict[Path, int]:
+        return {pyc: pyc.stat().st_mtime_ns for pyc in (paths.CACHE / "ansible-bytecode").rglob("*.pyc")}
+
+    playbook.run_file(FIXTURES / "playbooks" / "bytecode.yml", "local", {}, Console(record=True))
+    first = compiled()
+    assert len(first) > 10  # the module and each module_utils file it imports
+    playbook.run_file(FIXTURES / "playbooks" / "bytecode.yml", "local", {}, Console(record=True))
+    assert compiled() == first  # read back, not compiled again
+
+
+@pytest.mark.parametrize(
+    ("bytecode_of", "runs"),
+    [("the same source", "answer.pyc"), ("another source", "answer.py"), ("another Python", "answer.py")],
+)
+def test_a_hosts_python_runs_the_bytecode_sent_only_where_it_is_of_the_source_and_its_version(
+    tmp_path, bytecode_of: str, runs: str
+) -> None:
+    """What a host's Python does with the bytecode station_bytecode sends: zipimport checks both."""
+    plugin = ansible_module("plugins/callback/station_bytecode.py")
+    source = b"ANSWER = 42\n"
+    compiled = plugin.pyc("answer.py", b"ANSWER = 41\n" if bytecode_of == "another source" else source)
+    if bytecode_of == "another Python":
+        compiled = (3000).to_bytes(2, "little") + b"\r\n" + compiled[4:]
+    payload = tmp_path / "payload.zip"
+    with zipfile.ZipFile(payload, "w") as zf:
+        zf.writestr("answer.py", source)
+        zf.writestr("answer.pyc", compiled)
+    read = "import os, answer; print(os.path.basename(answer.__file__), answer.ANSWER)"
+    ran = subprocess.run([sys.executable, "-c", read], env={"PYTHONPATH": str(payload)}, capture_output=True, text=True)
+    assert ran.stdout.split() == [runs, "42"], ran.stderr
