@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from station import paths
+from tests.conftest import snapshot
 from tests.integration.conftest import invoke, succeeded
 
 
 def test_down_removes_containers_and_keeps_results_and_secrets(docker_client, first_deploy) -> None:
-    runs_before = sorted(paths.RESULTS.iterdir())
+    runs_before = snapshot(paths.RESULTS)  # every file and its time: none may change
     run = succeeded(invoke("down", "--host", "local"))
     assert "Removed station's containers from local." in run.output
     managed = {"station-vllm", "station-prometheus", "station-bench"}
     assert {c.name for c in docker_client.containers.list(all=True)} & managed == set()
     assert "station" not in {network.name for network in docker_client.networks.list()}  # names= matches a prefix
-    assert sorted(paths.RESULTS.iterdir()) == runs_before
+    assert snapshot(paths.RESULTS) == runs_before
     assert (paths.SECRETS / "local" / "vllm_api_key").is_file()
     assert docker_client.volumes.get("station-prometheus-data")
 
