@@ -100,10 +100,16 @@ def _adding_bytecode(build: Any) -> Any:
     return wrapped
 
 
+BUILDERS = ("recursive_finder", "_add_module_to_zip")  # ansible-core 2.19's, which write a payload's Python files
+
+
 def install() -> None:
-    """Wrap the two functions that write a payload's Python files: the module_utils, and the module."""
-    for name in ("recursive_finder", "_add_module_to_zip"):
-        build = getattr(module_common, name)
+    """Wrap the two functions that write a payload's Python files: the module_utils, and the module. An ansible-core
+    that builds payloads otherwise is left as it is: its modules run from source (tests/ansible notices)."""
+    builds = [getattr(module_common, name, None) for name in BUILDERS]
+    if not all(build and "zf" in inspect.signature(build).parameters for build in builds):
+        return
+    for name, build in zip(BUILDERS, builds, strict=True):
         if not getattr(build, "station_bytecode", False):
             setattr(module_common, name, _adding_bytecode(build))
 
