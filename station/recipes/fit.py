@@ -25,6 +25,11 @@ DEFAULT_UTILIZATION = 0.92
 # What vLLM's profiling run finds besides the weights (CUDA context, activations at max-num-batched-tokens, CUDA
 # graphs, the sampler): a stated share of the GPU, not a measurement. Tens of GB on a 252 GB GPU are conservative.
 OVERHEAD = 0.05
+# vLLM's --max-num-seqs where a recipe leaves it out, by the GPU's memory (vllm/engine/arg_utils.py, get_batch_defaults,
+# since v0.28.0: 1,024 from 70 GiB up, A100s aside, which keep 256; 256 below). An A100 of 80 GB is sized as the others:
+# its Mamba state counted for 1,024 sequences, more than it gets.
+LARGE_GPU_GIB = 70
+DEFAULT_MAX_NUM_SEQS = {True: 1024, False: 256}
 
 
 class Fit(BaseModel):
@@ -123,6 +128,11 @@ def engine_dtype(recipe: Recipe, shape: Shape, cpu_dtype: str = "") -> str:
     return str(recipe.engine.args.get("dtype") or cpu_dtype or shape.dtype)
 
 
+def default_max_num_seqs(gpu_memory_gib: float) -> int:
+    """The sequences vLLM runs at once on a GPU of that much memory when the recipe does not say."""
+    return DEFAULT_MAX_NUM_SEQS[gpu_memory_gib >= LARGE_GPU_GIB]
+
+
 def fit(recipe: Recipe, gpu_memory_gib: float) -> Fit:
     """The recipe on one GPU of that much memory."""
     model = card(recipe.model.id)
@@ -131,7 +141,7 @@ def fit(recipe: Recipe, gpu_memory_gib: float) -> Fit:
     tensor_parallel = int(args.get("tensor-parallel-size", 1))
     gpu_bytes = int(gpu_memory_gib * GIB)
     utilization = float(args.get("gpu-memory-utilization", DEFAULT_UTILIZATION))
-    max_num_seqs = int(args.get("max-num-seqs", 256))
+    max_num_seqs = int(args.get("max-num-seqs", default_max_num_seqs(gpu_memory_gib)))
     weights = model.checkpoint_bytes // tensor_parallel
     mamba_state = max_num_seqs * mamba_bytes_per_sequence(shape, args, dtype, tensor_parallel)
     overhead = int(OVERHEAD * gpu_bytes)

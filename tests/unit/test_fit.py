@@ -78,6 +78,20 @@ def test_a_cpu_engines_kv_cache_holds_its_space_over_the_bytes_of_a_token() -> N
     assert fit.cpu_kv_tokens(smoke, "float32") == fit.cpu_kv_tokens(smoke, "bfloat16") // 2
 
 
+@pytest.mark.parametrize(("gpu_memory_gib", "sequences"), [(48, 256), (80, 1024), (252, 1024)])
+def test_a_recipe_that_leaves_max_num_seqs_out_is_sized_for_vllms_default_on_that_gpu(
+    gpu_memory_gib, sequences
+) -> None:
+    step = recipes.load("nemotron-3.5-super-vl-gb300:0")
+    args = {flag: value for flag, value in step.engine.args.items() if flag != "max-num-seqs"}
+    unset = step.model_copy(update={"engine": step.engine.model_copy(update={"args": args})})
+    sized = fit.fit(unset, gpu_memory_gib)
+    assert sized.max_num_seqs == sequences
+    assert (
+        sized.mamba_state == sequences * fit.fit(step, gpu_memory_gib).mamba_state // step.engine.args["max-num-seqs"]
+    )
+
+
 def test_a_recipe_of_an_unknown_model_is_told_where_its_card_goes(tmp_path) -> None:
     path = tmp_path / "other.yml"
     path.write_text("extends: cpu-smoke\nname: other\nmodel: {id: someone/unknown, source: hub}\n")
