@@ -565,3 +565,13 @@ def test_a_hosts_python_runs_the_bytecode_sent_only_where_it_is_of_the_source_an
     read = "import os, answer; print(os.path.basename(answer.__file__), answer.ANSWER)"
     ran = subprocess.run([sys.executable, "-c", read], env={"PYTHONPATH": str(payload)}, capture_output=True, text=True)
     assert ran.stdout.split() == [runs, "42"], ran.stderr
+
+
+def test_a_file_this_python_cannot_compile_is_sent_as_source_alone(tmp_path) -> None:
+    """A module_utils file in syntax the controller's Python does not read (another version's) is left to the host."""
+    plugin = ansible_module("plugins/callback/station_bytecode.py")
+    with zipfile.ZipFile(tmp_path / "payload.zip", "w") as zf:
+        payload = plugin._WithBytecode(zf, tmp_path / "cache")
+        for name, source in (("legacy.py", b'print "hi"\n'), ("answer.py", b"ANSWER = 42\n")):
+            payload.writestr(zipfile.ZipInfo(name), source)
+        assert sorted(zf.namelist()) == ["answer.py", "answer.pyc", "legacy.py"]

@@ -74,11 +74,16 @@ class _WithBytecode:
 
     def writestr(self, zinfo: zipfile.ZipInfo, data: bytes | str, *args: Any, **kwargs: Any) -> None:
         self._zf.writestr(zinfo, data, *args, **kwargs)
-        if zinfo.filename.endswith(".py"):
-            source = data.encode() if isinstance(data, str) else bytes(data)
-            compiled = zipfile.ZipInfo(zinfo.filename + "c", date_time=zinfo.date_time)
-            compiled.compress_type = zinfo.compress_type
-            self._zf.writestr(compiled, cached_pyc(zinfo.filename, source, self._cache))
+        if not zinfo.filename.endswith(".py"):
+            return
+        source = data.encode() if isinstance(data, str) else bytes(data)
+        try:
+            bytecode = cached_pyc(zinfo.filename, source, self._cache)
+        except (SyntaxError, ValueError):  # not this Python's syntax: the host's may read it, from source as before
+            return
+        compiled = zipfile.ZipInfo(zinfo.filename + "c", date_time=zinfo.date_time)
+        compiled.compress_type = zinfo.compress_type
+        self._zf.writestr(compiled, bytecode)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._zf, name)
