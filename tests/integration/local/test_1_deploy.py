@@ -51,6 +51,18 @@ def test_engine_process_inside_the_container_has_the_rendered_argv(engine_host, 
     assert argv[-len(engine_argv(smoke)) - 1 :] == ["serve", *engine_argv(smoke)]
 
 
+def test_the_engine_image_answers_vllms_model_inspection_from_its_cache(engine_host) -> None:
+    """Built into the image (docker/vllm-cpu/Dockerfile): the engine's start skips the subprocess that would import
+    all of vLLM again to inspect the model's architecture. A cache for other source is stale and would be ignored."""
+    ask = (
+        "import pathlib; from vllm.model_executor.models import llama, registry; "
+        "m = registry.ModelRegistry.models['LlamaForCausalLM']; "
+        "print(m._load_modelinfo_from_cache(m._get_modelinfo_module_hash(pathlib.Path(llama.__file__))))"
+    )
+    answer = engine_host.run(f'/opt/vllm/bin/python -c "{ask}"')
+    assert answer.rc == 0 and "_ModelInfo(architecture='LlamaForCausalLM'" in answer.stdout, answer.stderr
+
+
 def test_engine_environment_is_the_recipe_env_plus_the_key(engine, smoke) -> None:
     env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
     assert {name: env.get(name) for name in smoke.engine.env} == dict(smoke.engine.env)
