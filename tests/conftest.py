@@ -32,6 +32,10 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 os.environ["STATION_TESTS_SANDBOX"] = str(SANDBOX)
 os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results" / (WORKER or "main"))
 os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
+# The shipped inventory, with what the suite adds to its hosts beside it (tests/fixtures/inventory/suite.yml)
+SHIPPED_INVENTORY = Path(__file__).parents[1] / "ansible" / "inventory" / "hosts.yml"
+SUITE_INVENTORY = Path(__file__).parent / "fixtures" / "inventory" / "suite.yml"
+os.environ["ANSIBLE_INVENTORY"] = f"{SHIPPED_INVENTORY},{SUITE_INVENTORY}"
 
 from station import paths  # noqa: E402
 from station.bench import bench_result, provenance, runs  # noqa: E402  (after the environment above)
@@ -50,6 +54,11 @@ from station.recipes import recipe  # noqa: E402
 from tests import timings  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
+
+
+def inventory_sources(extra: Path) -> str:
+    """ANSIBLE_INVENTORY for the suite's inventory with one more source beside it."""
+    return f"{SHIPPED_INVENTORY},{SUITE_INVENTORY},{extra}"
 
 
 def host_section(output: str, command: str, host: str) -> str:
@@ -219,7 +228,7 @@ def inventory_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     def add(groups: dict[str, Any]) -> None:
         extra = tmp_path / "extra-inventory.yml"
         extra.write_text(yaml.safe_dump(groups))
-        monkeypatch.setenv("ANSIBLE_INVENTORY", f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{extra}")
+        monkeypatch.setenv("ANSIBLE_INVENTORY", inventory_sources(extra))
         inventory._inventory.cache_clear()
 
     yield add

@@ -37,7 +37,7 @@ from station.deploy import images, inventory
 from station.errors import StationError
 from station.recipes import recipe, render
 from tests import timings
-from tests.conftest import SANDBOX, cpu_facts
+from tests.conftest import SANDBOX, cpu_facts, inventory_sources
 
 ENGINE = "station-vllm"
 ROUTER = "station-router"
@@ -110,7 +110,7 @@ def extra_inventory(tmp_path: Path, hosts: dict[str, dict[str, Any]], group: str
     """Env that adds hosts to the inventory (in `group`), or variables to hosts it has, for one invocation."""
     path = tmp_path / "extra.yml"
     path.write_text(yaml.safe_dump({group: {"hosts": hosts}}))
-    return {"ANSIBLE_INVENTORY": f"{paths.ANSIBLE / 'inventory' / 'hosts.yml'},{path}"}
+    return {"ANSIBLE_INVENTORY": inventory_sources(path)}
 
 
 def serving(docker_client: docker.DockerClient, served: recipe.Recipe) -> bool:

@@ -147,11 +147,7 @@ def test_bench_vars_are_all_options_of_the_vllm_bench_role(smoke) -> None:
 
 
 def test_engine_env_is_a_copy_of_the_recipe_env(smoke) -> None:
-    assert render.engine_vars(smoke)["vllm_server_env"] == {
-        "VLLM_CPU_KVCACHE_SPACE": "2",
-        "TORCHDYNAMO_DISABLE": "1",
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-    }
+    assert render.engine_vars(smoke)["vllm_server_env"] == {"VLLM_CPU_KVCACHE_SPACE": "2", "TORCHDYNAMO_DISABLE": "1"}
 
 
 def test_cross_origin_requests_are_off_unless_the_recipe_names_origins(smoke) -> None:

@@ -12,7 +12,7 @@ import requests
 from rich.console import Console
 
 from station import paths
-from station.deploy import playbook
+from station.deploy import inventory, playbook
 from station.recipes import fit, render
 from tests.conftest import host_section
 from tests.integration.conftest import (
@@ -63,9 +63,14 @@ def test_the_engine_image_answers_vllms_model_inspection_from_its_cache(engine_h
     assert answer.rc == 0 and "_ModelInfo(architecture='LlamaForCausalLM'" in answer.stdout, answer.stderr
 
 
-def test_engine_environment_is_the_recipe_env_plus_the_key(engine, smoke) -> None:
+def test_engine_environment_is_the_recipe_env_and_the_hosts_plus_the_key(engine, smoke) -> None:
+    """The recipe's env, then the host's (vllm_server_live_env: the suite's, tests/fixtures/inventory/)."""
     env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
-    assert {name: env.get(name) for name in smoke.engine.env} == dict(smoke.engine.env)
+    hosts = inventory.host_vars("local")["vllm_server_live_env"]
+    assert hosts and {name: env.get(name) for name in hosts} == hosts
+    assert {name: env.get(name) for name in smoke.engine.env if name not in hosts} == {
+        name: value for name, value in smoke.engine.env.items() if name not in hosts
+    }
     assert len(env["VLLM_API_KEY"]) == 48
 
 
