@@ -1,22 +1,17 @@
-"""Evidence on the CPU engine of the simulated host: reports and comparisons from stored runs, the cost of a run,
-accuracy drift.
+"""Evidence from the simulated host's stored runs: reports and comparisons, the cost of a run.
 
-After the ladder (test_6, on the same host) in a whole run, its runs are the
-ones reported and its last step, still deployed, is probed by the
-identical-configuration check and is the drift check's reference, without a
-restart; on its own, the module benchmarks cpu-smoke first.
+After the ladder (test_7, on the same host) in a whole run, its runs are the
+ones reported; on its own, the module benchmarks cpu-smoke first. Accuracy
+drift between the ladder's steps is measured on the local host
+(tests/integration/local/test_4_accuracy.py).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-
 import pytest
 
 from station import paths
-from station.bench import accuracy, runs
+from station.bench import runs
 from tests.integration.conftest import invoke, succeeded
 
 HOST = "sim"
@@ -66,33 +61,3 @@ def test_cost_input_errors_are_named() -> None:
     run = invoke("cost", "--tokens-per-s", "1000", "--api-price", "1", "--capex", "50000")
     assert run.returncode == 1 and "Traceback" not in run.output
     assert "missing: lifetime_years, power_kw, power_price_kwh" in run.output
-
-
-def drift_of(run_output: str) -> dict:
-    folder = re.search(r"(/\S+/accuracy/[^\s│]+)", run_output)
-    assert folder, run_output
-    return json.loads((Path(folder.group(1)) / "drift.json").read_text())
-
-
-def test_identical_configurations_match_exactly(provisioned) -> None:
-    run = succeeded(invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "4,4"))
-    assert "Step 4 is deployed already: probed again as it runs." in run.output  # one deploy, two probes
-    drift = drift_of(run.output)["drift"]
-    print(drift)
-    assert drift["exact_match_rate"] == 1.0 and drift["mean_abs_logprob_diff"] == 0.0
-    assert drift["prompts"] == len(accuracy.PROMPTS)
-
-
-def test_bfloat16_against_float32_drifts_and_the_figures_agree(provisioned) -> None:
-    # step 4 (float32, every switch) as the reference: the ladder left it deployed, so only step 0 is started
-    run = invoke("accuracy", "--host", HOST, "--recipe", "cpu-ladder", "--steps", "4,0")
-    record = drift_of(run.output)
-    drift, problems = record["drift"], record["problems"]
-    print(drift)
-    assert drift["mean_abs_logprob_diff"] > 0  # the two configurations really differ numerically
-    assert drift["diverged"] == round((1 - drift["exact_match_rate"]) * drift["prompts"])
-    if drift["diverged"]:
-        assert 0 <= drift["mean_first_divergence"] < accuracy.MAX_TOKENS
-    assert (run.returncode == 1) == bool(problems), run.output
-    if problems:
-        assert "accuracy drift beyond the thresholds" in run.output
