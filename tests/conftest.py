@@ -32,10 +32,6 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 os.environ["STATION_TESTS_SANDBOX"] = str(SANDBOX)
 os.environ["STATION_RESULTS_DIR"] = str(SANDBOX / "results" / (WORKER or "main"))
 os.environ["STATION_STATE_DIR"] = str(SANDBOX / "state")
-# The shipped inventory, with what the suite adds to its hosts beside it (tests/fixtures/inventory/suite.yml)
-SHIPPED_INVENTORY = Path(__file__).parents[1] / "ansible" / "inventory" / "hosts.yml"
-SUITE_INVENTORY = Path(__file__).parent / "fixtures" / "inventory" / "suite.yml"
-os.environ["ANSIBLE_INVENTORY"] = f"{SHIPPED_INVENTORY},{SUITE_INVENTORY}"
 
 from station import paths  # noqa: E402
 from station.bench import bench_result, provenance, runs  # noqa: E402  (after the environment above)
@@ -54,11 +50,16 @@ from station.recipes import recipe  # noqa: E402
 from tests import timings  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
+# What the suite adds to the shipped inventory's hosts, for every command it runs
+SUITE_INVENTORY = paths.ROOT / "tests" / "fixtures" / "inventory" / "suite.yml"
 
 
-def inventory_sources(extra: Path) -> str:
-    """ANSIBLE_INVENTORY for the suite's inventory with one more source beside it."""
-    return f"{SHIPPED_INVENTORY},{SUITE_INVENTORY},{extra}"
+def inventory_sources(*extra: Path) -> str:
+    """ANSIBLE_INVENTORY: the shipped inventory, the suite's beside it, then any `extra` sources."""
+    return ",".join(str(source) for source in (paths.ANSIBLE / "inventory" / "hosts.yml", SUITE_INVENTORY, *extra))
+
+
+os.environ["ANSIBLE_INVENTORY"] = inventory_sources()
 
 
 def host_section(output: str, command: str, host: str) -> str:

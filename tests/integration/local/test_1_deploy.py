@@ -67,10 +67,8 @@ def test_engine_environment_is_the_recipe_env_and_the_hosts_plus_the_key(engine,
     """The recipe's env, then the host's (vllm_server_live_env: the suite's, tests/fixtures/inventory/)."""
     env = dict(item.split("=", 1) for item in engine["Config"]["Env"])
     hosts = inventory.host_vars("local")["vllm_server_live_env"]
-    assert hosts and {name: env.get(name) for name in hosts} == hosts
-    assert {name: env.get(name) for name in smoke.engine.env if name not in hosts} == {
-        name: value for name, value in smoke.engine.env.items() if name not in hosts
-    }
+    expected = dict(smoke.engine.env) | hosts
+    assert hosts and {name: env.get(name) for name in expected} == expected
     assert len(env["VLLM_API_KEY"]) == 48
 
 
