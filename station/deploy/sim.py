@@ -121,8 +121,8 @@ def up(console: Console, name: str = "sim") -> None:
             network=NETWORK,
             networking_config={NETWORK: EndpointConfig(engine.api.api_version, ipv4_address=sim.address)},
         )
-    _record_host_key(sim, container)
     _wait_for_ssh(sim)
+    _record_host_key(sim, container)
     console.print(f"{name} is up: ssh -p {sim.ssh_port} -i {secrets_dir(name) / 'id_ed25519'} {USER}@127.0.0.1")
 
 
@@ -136,16 +136,14 @@ def _ensure_network(engine) -> None:
         engine.networks.create(NETWORK, driver="bridge", ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=str(SUBNET))]))
 
 
-def _record_host_key(sim: SimHost, container, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = container.exec_run(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"])
-        if result.exit_code == 0:
-            kind, key = result.output.decode().split()[:2]
-            (secrets_dir(sim.name) / "known_hosts").write_text(f"[127.0.0.1]:{sim.ssh_port} {kind} {key}\n")
-            return
-        time.sleep(0.5)
-    raise StationError(f"{sim.name} did not generate its SSH host key", f"see `docker logs {sim.container}`")
+def _record_host_key(sim: SimHost, container) -> None:
+    """Trust the key sshd serves, read once sshd answers: sim-init starts sshd after ssh-keygen has written it."""
+    result = container.exec_run(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"])
+    fields = result.output.decode().split()
+    if result.exit_code != 0 or len(fields) < 2:
+        raise StationError(f"{sim.name} has no SSH host key", f"see `docker logs {sim.container}`")
+    kind, key = fields[:2]
+    (secrets_dir(sim.name) / "known_hosts").write_text(f"[127.0.0.1]:{sim.ssh_port} {kind} {key}\n")
 
 
 def _wait_for_ssh(sim: SimHost, timeout: float = 30) -> None:
