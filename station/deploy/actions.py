@@ -143,7 +143,8 @@ def check_agents(host: str, recipe: Recipe, console: Console, service: str = tun
     with tunnel.urls(host, console, (service,)) as found:
         url = f"{found[service]}/v1"
         with console.status(f"Trying what agents send against {url}"):
-            return agent_check.run(agent_check.Endpoint(url, key, recipe.model.served_name, reasoning))
+            endpoint = agent_check.Endpoint(url, key, recipe.model.served_name, reasoning, recipe.model.reads_images)
+            return agent_check.run(endpoint)
 
 
 def service_url(host_vars: dict[str, Any], role: str) -> str:

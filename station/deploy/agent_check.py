@@ -9,10 +9,16 @@ which recipe setting fixes it.
 Random weights (the CPU path) cannot choose a tool, so the named-tool check
 forces one: vLLM serves a named `tool_choice` with structured outputs, which
 keep the arguments inside the tool's JSON schema with any weights.
+
+Agents attach screenshots: a recipe whose model reads images gets one (a
+screenshot-sized PNG of code, streamed) and a broken one, which must be
+refused with a 400; a text-only recipe gets one too, which must be refused.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,6 +109,7 @@ class Endpoint:
     api_key: str
     model: str
     reasoning: bool  # the recipe sets a reasoning parser
+    images: bool = False  # the recipe's model reads images
 
     def client(self) -> openai.OpenAI:
         return _openai().OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=600)
@@ -128,6 +135,14 @@ def run(endpoint: Endpoint) -> list[Check]:
         ("named tool, schema-valid arguments", lambda: named_tool(client, endpoint)),
         ("tool-result turn", lambda: tool_result_turn(client, endpoint)),
         ("reasoning kept apart", lambda: reasoning_apart(client, endpoint)),
+        *(
+            [
+                ("screenshot, streamed", lambda: screenshot(client, endpoint)),
+                ("broken image refused", lambda: broken_image(client, endpoint)),
+            ]
+            if endpoint.images
+            else [("image to a text-only model refused", lambda: image_refused(client, endpoint))]
+        ),
         ("prompt near the context limit", lambda: near_context_limit(client, endpoint)),
         ("prompt over the context limit refused", lambda: over_context_limit(client, endpoint)),
     ]
@@ -231,6 +246,75 @@ def reasoning_apart(client: openai.OpenAI, endpoint: Endpoint) -> str:
     if reasoning in (message.get("content") or ""):
         raise CheckFailed("the reasoning is repeated in the answer")
     return f"{len(reasoning)} characters of reasoning, apart from the answer"
+
+
+SCREENSHOT_SIZE = (1280, 800)  # pixels: a laptop's window, what an agent's browser tool captures
+LOOK = "What does this screenshot show?"
+
+
+@cache
+def screenshot_url() -> str:
+    """A screenshot-sized PNG of code lines, as a data URL (agents send images inline)."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", SCREENSHOT_SIZE, "white")
+    draw = ImageDraw.Draw(image)
+    for line, y in enumerate(range(16, SCREENSHOT_SIZE[1] - 16, 20)):
+        draw.text(
+            (16, y), f"{line + 1:3d}  def deploy(host: str) -> None:  return playbook.run('deploy', host)", "black"
+        )
+    png = io.BytesIO()
+    image.save(png, "PNG")
+    return f"data:image/png;base64,{base64.b64encode(png.getvalue()).decode()}"
+
+
+def with_image(url: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": LOOK}, {"type": "image_url", "image_url": {"url": url}}]}
+    ]
+
+
+def screenshot(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    """Streamed, as agents ask: the answer must finish, and the image must count in the prompt's tokens."""
+    text_only = _prompt_tokens(client, endpoint, [{"role": "user", "content": LOOK}])
+    chunks, finish, usage = 0, None, None
+    stream = client.chat.completions.create(
+        model=endpoint.model,
+        messages=with_image(screenshot_url()),
+        max_tokens=MAX_TOKENS,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    for chunk in stream:
+        chunks += 1
+        finish = next((choice.finish_reason for choice in chunk.choices if choice.finish_reason), finish)
+        usage = chunk.usage or usage
+    if finish is None or usage is None:
+        raise CheckFailed(f"the stream ended after {chunks} chunks without a finish reason or usage")
+    if usage.prompt_tokens <= text_only:
+        raise CheckFailed(f"the prompt counts {usage.prompt_tokens} tokens with the image, {text_only} without it")
+    width, height = SCREENSHOT_SIZE
+    return f"{width}x{height} PNG: {usage.prompt_tokens - text_only} image tokens, {chunks} chunks, finish {finish}"
+
+
+BROKEN_PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n not an image").decode()
+
+
+def _refused(client: openai.OpenAI, endpoint: Endpoint, url: str) -> str:
+    """The engine's 400 for a chat with this image; a reply instead fails the check."""
+    try:
+        client.chat.completions.create(model=endpoint.model, messages=with_image(url), max_tokens=1)
+    except _openai().BadRequestError as error:
+        return f"400: {_error_message(error)[:90]}"
+    raise CheckFailed("served instead of refused with a 400")
+
+
+def broken_image(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    return _refused(client, endpoint, BROKEN_PNG)
+
+
+def image_refused(client: openai.OpenAI, endpoint: Endpoint) -> str:
+    return _refused(client, endpoint, screenshot_url())
 
 
 def _context_length(client: openai.OpenAI, endpoint: Endpoint) -> int:

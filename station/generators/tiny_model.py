@@ -1,4 +1,5 @@
-"""Generate a tiny Llama model directory (config + tokenizer, no weights) for the CPU engine.
+"""Generate the tiny models the CPU engine serves: a Llama, and a vision-language model built on it (config,
+tokenizer and image processor; no weights).
 
 No model hub is reachable from development machines or CI, so the CPU recipe
 serves this model with `--load-format dummy`: random weights, real vLLM. The
@@ -11,9 +12,15 @@ in <tool_response>), which vLLM's built-in `hermes` tool parser reads. Random
 weights cannot choose a tool; a named tool_choice still returns schema-valid
 arguments, because vLLM's structured outputs constrain them.
 
+The vision-language model (`--vision`) is that Llama behind a tiny Idefics3 vision encoder: 64-pixel tiles of
+16-pixel patches, four image tokens a tile. An architecture whose processing needs no torchvision, which the CPU
+image leaves out (its PyPI builds break beside torch +cpu). A screenshot is resized to one tile, so any image costs
+the same few tokens; enough to carry an image through the API, the processor and the encoder.
+
 Runs inside the engine image while it is built (docker/vllm-cpu/Dockerfile):
 
     python tiny_model.py /opt/station/models/tiny-llama
+    python tiny_model.py --vision /opt/station/models/tiny-vision
 """
 
 from __future__ import annotations
@@ -47,6 +54,51 @@ SPECIAL_TOKENS = ["<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 # Plain added tokens, as in Qwen's and Hermes' tokenizers: kept in decoded text,
 # where the tool parser looks for them.
 TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+
+# Idefics3's image tokens; the processor writes each image as <fake_token_around_image><global-img><image>... .
+IMAGE_TOKENS = ["<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"]
+TILE, PATCH, SCALE = 64, 16, 2  # pixels a tile, pixels a patch, patches merged per image token along each side
+# config.json of the vision-language model, less image_token_id: the tokenizer assigns it (write_vision)
+VISION_CONFIG = {
+    "architectures": ["Idefics3ForConditionalGeneration"],
+    "model_type": "idefics3",
+    "scale_factor": SCALE,
+    "text_config": {
+        **{key: value for key, value in CONFIG.items() if key != "architectures"},
+        "pad_token_id": CONFIG["eos_token_id"],
+    },
+    "vision_config": {
+        "model_type": "idefics3_vision",
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "image_size": TILE,
+        "patch_size": PATCH,
+        "hidden_act": "gelu_pytorch_tanh",
+        "layer_norm_eps": 1e-6,
+    },
+    "vocab_size": CONFIG["vocab_size"],
+    "tie_word_embeddings": True,
+    "torch_dtype": "float32",
+}
+IMAGE_PROCESSOR = {
+    "image_processor_type": "Idefics3ImageProcessor",
+    "processor_class": "Idefics3Processor",
+    "do_convert_rgb": True,
+    "do_resize": True,
+    "size": {"longest_edge": TILE},
+    "max_image_size": {"longest_edge": TILE},
+    "do_image_splitting": False,
+    "do_rescale": True,
+    "rescale_factor": 1 / 255,
+    "do_normalize": True,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "do_pad": True,
+    "resample": 1,
+}
+IMAGE_SEQ_LEN = (TILE // PATCH // SCALE) ** 2  # image tokens a tile
 
 CHAT_TEMPLATE = """\
 {%- if tools %}
@@ -126,8 +178,28 @@ def train_tokenizer(vocab_size: int):
 
 
 def write(out: Path) -> None:
+    """The Llama: tokenizer, its chat template, config.json."""
+    _write(out, CONFIG, train_tokenizer(CONFIG["vocab_size"] - len(TOOL_TOKENS)))
+
+
+def write_vision(out: Path) -> None:
+    """The vision-language model: the Llama's tokenizer with Idefics3's image tokens after its trained ones, its
+    config, and the image processor's."""
+    from tokenizers import AddedToken
+
+    tokenizer = train_tokenizer(CONFIG["vocab_size"] - len(TOOL_TOKENS) - len(IMAGE_TOKENS))
+    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in IMAGE_TOKENS])
+    if tokenizer.token_to_id(IMAGE_TOKENS[0]) >= VISION_CONFIG["vocab_size"]:
+        raise SystemExit(f"the image token falls outside the vocabulary of {VISION_CONFIG['vocab_size']}")
+    config = {**VISION_CONFIG, "image_token_id": tokenizer.token_to_id(IMAGE_TOKENS[0])}
+    _write(out, config, tokenizer)
+    (out / "preprocessor_config.json").write_text(json.dumps(IMAGE_PROCESSOR, indent=2) + "\n")
+    processor = {"processor_class": "Idefics3Processor", "image_seq_len": IMAGE_SEQ_LEN}
+    (out / "processor_config.json").write_text(json.dumps(processor, indent=2) + "\n")
+
+
+def _write(out: Path, config: dict, tokenizer) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer(CONFIG["vocab_size"] - len(TOOL_TOKENS))
     tokenizer.save(str(out / "tokenizer.json"))
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -137,10 +209,12 @@ def write(out: Path) -> None:
         "chat_template": CHAT_TEMPLATE,
     }
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")
-    (out / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: tiny_model.py OUTPUT_DIR")
-    write(Path(sys.argv[1]))
+    arguments = sys.argv[1:]
+    vision = arguments[:1] == ["--vision"]
+    if len(arguments) != 1 + vision:
+        sys.exit("usage: tiny_model.py [--vision] OUTPUT_DIR")
+    (write_vision if vision else write)(Path(arguments[-1]))

@@ -18,6 +18,8 @@ MODELS = paths.RECIPES / "models"
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 # config.json marks each layer of a hybrid (NemotronH) model with a letter: M Mamba, * attention, - MLP, E MoE
 MAMBA, ATTENTION = "M", "*"
+# The tiny models' config.json values, as station/generators/tiny_model.py writes them
+GENERATED = {"generated": tiny_model.CONFIG, "generated-vision": tiny_model.VISION_CONFIG}
 
 
 class _Frozen(BaseModel):
@@ -91,7 +93,7 @@ class Card(_Frozen):
     checkpoint_bytes: int = Field(ge=0, description="every weight file of the checkpoint: what the GPU holds")
     estimated: bool = Field(False, description="size and values from related checkpoints, not this one's files")
     quantization: str = "none"
-    config: dict[str, Any] = Field(description="config.json's values, as published; 'generated' for the tiny model")
+    config: dict[str, Any] = Field(description="config.json's values, as published; a GENERATED name for a tiny model")
     sources: list[str] = Field(min_length=1)
 
     @property
@@ -100,11 +102,11 @@ class Card(_Frozen):
 
 
 def _config(data: dict[str, Any], raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """A card's config.json values: its own, the generator's (`generated`), or another card's (`config_of`, the same
-    model in another precision)."""
+    """A card's config.json values: its own, the generator's (a GENERATED name), or another card's (`config_of`, the
+    same model in another precision)."""
     if "config_of" in data:
         return _config(raw[data["config_of"]], raw)
-    return tiny_model.CONFIG if data["config"] == "generated" else data["config"]
+    return GENERATED.get(data["config"], data["config"]) if isinstance(data["config"], str) else data["config"]
 
 
 @cache

@@ -61,6 +61,20 @@ class Model(_Strict):
     served_name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")
     source: Literal["hub", "image"] = "hub"
     revision: str | None = None
+    inputs: list[Literal["text", "image"]] = Field(
+        ["text"], description="What the model reads: agent-check sends a vision model an image"
+    )
+
+    @field_validator("inputs")
+    @classmethod
+    def _reads_text(cls, inputs: list[str]) -> list[str]:
+        if "text" not in inputs or len(set(inputs)) != len(inputs):
+            raise ValueError(f"{inputs} must list text, and each input once (e.g. [text, image])")
+        return inputs
+
+    @property
+    def reads_images(self) -> bool:
+        return "image" in self.inputs
 
 
 class Container(_Strict):

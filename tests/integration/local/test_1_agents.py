@@ -25,6 +25,7 @@ CAPABILITIES = [
     "tool-result turn",
     "prompt near the context limit",
     "prompt over the context limit refused",
+    "image to a text-only model refused",
 ]
 
 
