@@ -33,7 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from station import paths
 from station.bench import traffic
-from station.deploy import images, inventory
+from station.deploy import images, inventory, sim
 from station.errors import StationError
 from station.recipes import recipe, render
 from tests import timings
@@ -43,6 +43,10 @@ ENGINE = "station-vllm"
 ROUTER = "station-router"
 PROMETHEUS = "station-prometheus"
 NODE_EXPORTER = "station-node-exporter"
+LOCAL_CONTAINERS = (ENGINE, ROUTER, PROMETHEUS)
+EVERY_CONTAINERS_LOGS = (
+    'for c in $(docker ps --all --format "{{.Names}}"); do echo "== $c"; docker logs --tail 30 "$c" 2>&1; done'
+)
 PROMETHEUS_URL = "http://127.0.0.1:9090"
 API_URL = "http://127.0.0.1:8000"  # the router: what clients use
 ENGINE_URL = "http://127.0.0.1:8100"  # the engine behind it, on its internal port
@@ -59,13 +63,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """On failure, attach the containers' last log lines: they usually explain it."""
+    """On failure, attach the last log lines of the containers the test concerns: they usually explain it."""
     report = yield
     if report.failed and "integration" in item.keywords:
-        for name in (ENGINE, ROUTER, PROMETHEUS):
-            logs = subprocess.run(["docker", "logs", "--tail", "30", name], capture_output=True, text=True, check=False)
-            report.sections.append((f"docker logs {name}", logs.stdout + logs.stderr))
+        report.sections.extend(failure_logs(Path(item.fspath)))
     return report
+
+
+def failure_logs(test_file: Path) -> list[tuple[str, str]]:
+    """The local host's containers for its tests; for the simulated hosts' tests, every container on each simulated
+    host that runs (station's are inside them, where this machine's Docker does not see them)."""
+    if test_file.parent.name != "sim":
+        return [(f"docker logs {name}", _output(["docker", "logs", "--tail", "30", name])) for name in LOCAL_CONTAINERS]
+    sections = []
+    for name in inventory.targets(sim.GROUP):
+        container = sim.host(name).container
+        if _output(["docker", "ps", "--quiet", "--filter", f"name=^{container}$"]).strip():
+            logs = _output(["docker", "exec", container, "sh", "-c", EVERY_CONTAINERS_LOGS])
+            sections.append((f"docker logs of every container on {name}", logs))
+    return sections
+
+
+def _output(argv: list[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    return done.stdout + done.stderr
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 import requests
@@ -22,7 +23,7 @@ from station.errors import StationError
 from station.recipes import fit, recipe
 from station.recipes.recipe import LOCAL_IMAGES
 from tests.conftest import FIXTURES, stored_run
-from tests.integration.conftest import Invocation, extra_inventory, invoke, succeeded
+from tests.integration.conftest import Invocation, extra_inventory, failure_logs, invoke, succeeded
 from tests.integration.sim.conftest import (
     HF_TOKEN,
     HF_TOKEN_FILE,
@@ -202,6 +203,15 @@ def test_deploy_on_a_remote_host_checks_agents_through_an_ssh_forward(deployed_o
     output = deployed_on_sim.output
     assert "What coding agents send, against sim" in output
     assert "│ pass " in output and "│ FAIL " not in output
+
+
+def test_a_failure_here_attaches_the_logs_of_the_simulated_hosts_containers(deployed_on_sim, sim_engine) -> None:
+    """What a failing test of this folder shows: the engine's logs on sim, not the local host's containers'."""
+    sections = dict(failure_logs(Path(__file__)))
+    logs = sections["docker logs of every container on sim"]
+    engines = logs.split(f"== {sim_engine}\n", 1)[1].split("\n== ", 1)[0]
+    assert "HTTP/1.1" in engines  # the engine's own access log: the requests it answered
+    assert not any(title.startswith("docker logs station-") for title in sections)
 
 
 def test_the_hf_token_reaches_the_engine_as_a_read_only_file_only(deployed_on_sim, sim_host, sim_engine) -> None:
