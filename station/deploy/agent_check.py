@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import jsonschema
 import requests
@@ -177,22 +177,30 @@ def chat(client: openai.OpenAI, endpoint: Endpoint) -> str:
     return f"{reply.usage.prompt_tokens} prompt tokens, {reply.usage.completion_tokens} generated"
 
 
-def _stream(client: openai.OpenAI, endpoint: Endpoint, **request: Any) -> tuple[int, str | None, list[Any]]:
-    """Chunks received, the finish reason, and the streamed tool-call deltas."""
-    chunks, finish, calls = 0, None, []
+class Streamed(NamedTuple):
+    chunks: int
+    finish: str | None
+    calls: list[Any]  # the streamed tool-call deltas
+    usage: Any  # the last chunk's token counts (include_usage), or None
+
+
+def _stream(client: openai.OpenAI, endpoint: Endpoint, **request: Any) -> Streamed:
+    """Chunks received, the finish reason, the streamed tool-call deltas and the token counts."""
+    chunks, finish, calls, usage = 0, None, [], None
     stream = client.chat.completions.create(
         model=endpoint.model, max_tokens=MAX_TOKENS, stream=True, stream_options={"include_usage": True}, **request
     )
     for chunk in stream:
         chunks += 1
+        usage = chunk.usage or usage
         for choice in chunk.choices:
             finish = choice.finish_reason or finish
             calls += choice.delta.tool_calls or []
-    return chunks, finish, calls
+    return Streamed(chunks, finish, calls, usage)
 
 
 def streaming_chat(client: openai.OpenAI, endpoint: Endpoint) -> str:
-    chunks, finish, _ = _stream(client, endpoint, messages=ASK)
+    chunks, finish, _, _ = _stream(client, endpoint, messages=ASK)
     if finish is None:
         raise CheckFailed(f"the stream ended after {chunks} chunks without a finish reason")
     return f"{chunks} chunks, finish reason {finish}"
@@ -200,7 +208,7 @@ def streaming_chat(client: openai.OpenAI, endpoint: Endpoint) -> str:
 
 def tools_auto(client: openai.OpenAI, endpoint: Endpoint, stream: bool) -> str:
     if stream:
-        chunks, finish, calls = _stream(client, endpoint, messages=ASK, tools=[TOOL], tool_choice="auto")
+        chunks, finish, calls, _ = _stream(client, endpoint, messages=ASK, tools=[TOOL], tool_choice="auto")
         return f"{chunks} chunks, {len(calls)} tool-call deltas, finish reason {finish}"
     reply = client.chat.completions.create(
         model=endpoint.model, messages=ASK, tools=[TOOL], tool_choice="auto", max_tokens=MAX_TOKENS
@@ -277,18 +285,7 @@ def with_image(url: str) -> list[dict[str, Any]]:
 def screenshot(client: openai.OpenAI, endpoint: Endpoint) -> str:
     """Streamed, as agents ask: the answer must finish, and the image must count in the prompt's tokens."""
     text_only = _prompt_tokens(client, endpoint, [{"role": "user", "content": LOOK}])
-    chunks, finish, usage = 0, None, None
-    stream = client.chat.completions.create(
-        model=endpoint.model,
-        messages=with_image(screenshot_url()),
-        max_tokens=MAX_TOKENS,
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    for chunk in stream:
-        chunks += 1
-        finish = next((choice.finish_reason for choice in chunk.choices if choice.finish_reason), finish)
-        usage = chunk.usage or usage
+    chunks, finish, _, usage = _stream(client, endpoint, messages=with_image(screenshot_url()))
     if finish is None or usage is None:
         raise CheckFailed(f"the stream ended after {chunks} chunks without a finish reason or usage")
     if usage.prompt_tokens <= text_only:

@@ -189,10 +189,10 @@ def write_vision(out: Path) -> None:
 
     tokenizer = train_tokenizer(CONFIG["vocab_size"] - len(TOOL_TOKENS) - len(IMAGE_TOKENS))
     tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in IMAGE_TOKENS])
-    if tokenizer.token_to_id(IMAGE_TOKENS[0]) >= VISION_CONFIG["vocab_size"]:
+    image_token_id = tokenizer.token_to_id(IMAGE_TOKENS[0])
+    if image_token_id >= VISION_CONFIG["vocab_size"]:
         raise SystemExit(f"the image token falls outside the vocabulary of {VISION_CONFIG['vocab_size']}")
-    config = {**VISION_CONFIG, "image_token_id": tokenizer.token_to_id(IMAGE_TOKENS[0])}
-    _write(out, config, tokenizer)
+    _write(out, {**VISION_CONFIG, "image_token_id": image_token_id}, tokenizer)
     (out / "preprocessor_config.json").write_text(json.dumps(IMAGE_PROCESSOR, indent=2) + "\n")
     processor = {"processor_class": "Idefics3Processor", "image_seq_len": IMAGE_SEQ_LEN}
     (out / "processor_config.json").write_text(json.dumps(processor, indent=2) + "\n")

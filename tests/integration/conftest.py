@@ -84,6 +84,11 @@ def failure_logs(test_file: Path) -> list[tuple[str, str]]:
     return sections
 
 
+def agent_check_rows(output: str, capability: str) -> list[str]:
+    """The lines of agent-check's tables in a command's output that report `capability`."""
+    return [line for line in output.splitlines() if line.startswith(f"│ {capability} ")]
+
+
 def _output(argv: list[str]) -> str:
     done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
     return done.stdout + done.stderr

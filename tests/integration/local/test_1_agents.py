@@ -14,7 +14,15 @@ import yaml
 
 from station import paths
 from station.deploy import agent_check
-from tests.integration.conftest import API_URL, ENGINE, invoke, router_workers, serving, succeeded
+from tests.integration.conftest import (
+    API_URL,
+    ENGINE,
+    agent_check_rows,
+    invoke,
+    router_workers,
+    serving,
+    succeeded,
+)
 
 CAPABILITIES = [
     "chat",
@@ -40,7 +48,7 @@ def client(api_key) -> openai.OpenAI:
 
 
 def row(output: str, capability: str) -> str:
-    (line,) = [line for line in output.splitlines() if line.startswith(f"│ {capability} ")]
+    (line,) = agent_check_rows(output, capability)
     return line
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from station.deploy import agent_check
 from station.recipes import recipe
-from tests.integration.conftest import API_URL, ENGINE, Invocation, invoke, succeeded
+from tests.integration.conftest import API_URL, ENGINE, Invocation, agent_check_rows, invoke, succeeded
 
 HOST = "local"
 
@@ -30,13 +30,11 @@ def client(api_key) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{API_URL}/v1", api_key=api_key, max_retries=0)
 
 
-def rows(output: str, capability: str) -> list[str]:
-    return [line for line in output.splitlines() if line.startswith(f"│ {capability} ")]
-
-
 @pytest.mark.parametrize("capability", ["screenshot, streamed", "broken image refused"])
 def test_the_vision_candidate_passed_agent_checks_images_before_it_took_over(deployed, capability) -> None:
-    checked = rows(deployed.output, capability)  # on the candidate, then through the router once it took over
+    checked = agent_check_rows(
+        deployed.output, capability
+    )  # on the candidate, then through the router once it took over
     assert len(checked) == 2 and all("│ pass " in line for line in checked), deployed.output
     assert "image to a text-only model refused" not in deployed.output
     assert "Deployed cpu-vision on local" in deployed.output
