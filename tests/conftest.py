@@ -1,10 +1,11 @@
 """Shared fixtures: recipes written to temporary files, the repository's paths.
 
-The suite never touches the user's own results/ or .station/: before station
-is imported, results and controller state are moved to a temporary folder
-(station/paths.py reads STATION_RESULTS_DIR and STATION_STATE_DIR), which the
-CLI the integration tests run inherits; and the session fails if either of
-the user's folders changed while it ran. The sandbox is removed when the
+The suite never touches the user's own results/ or .station/, nor the user's station deployment on this machine:
+before station is imported, results and controller state are moved to a temporary folder (station/paths.py reads
+STATION_RESULTS_DIR and STATION_STATE_DIR), which the CLI the integration tests run inherits; the suite deploys the
+local host under names, ports and a data folder of its own (tests/fixtures/inventory/host_vars/local.yml); and the
+session fails if either of the user's folders, or the user's deployment (tests/users_deployment.py), changed while it
+ran. The sandbox is removed when the
 session ends (a full run leaves gigabytes there: image archives, caches); a
 failed session keeps its logs and results to read.
 """
@@ -47,7 +48,7 @@ from station.bench.records import (  # noqa: E402
 from station.bench.telemetry import TelemetrySummary  # noqa: E402
 from station.deploy import inventory  # noqa: E402
 from station.recipes import recipe  # noqa: E402
-from tests import timings  # noqa: E402
+from tests import timings, users_deployment  # noqa: E402
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
 # What the suite adds to the shipped inventory's hosts, for every command it runs
@@ -98,17 +99,19 @@ def snapshot(folder: Path) -> dict[str, float]:
 
 
 _BEFORE = {folder: snapshot(folder) for folder in USER_FOLDERS}
+USERS_DEPLOYMENT_BEFORE = users_deployment.state()
 TIMINGS = pytest.StashKey[list[str]]()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if the user's results/ or .station/ changed under it; then clear the sandbox. The process that
-    started the run does this, once its workers have finished."""
+    """Fail the run if the user's results/ or .station/, or the user's own deployment on this machine, changed under
+    it; then clear the sandbox. The process that started the run does this, once its workers have finished."""
     if WORKER:
         return
     touched = [str(folder) for folder in USER_FOLDERS if snapshot(folder) != _BEFORE[folder]]
+    touched += users_deployment.differences(USERS_DEPLOYMENT_BEFORE, users_deployment.state())
     if touched:
-        session.config.get_terminal_writer().line(f"the suite changed the user's {', '.join(touched)}", red=True)
+        session.config.get_terminal_writer().line(f"the suite changed the user's {'; '.join(touched)}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     session.config.stash[TIMINGS] = timings.summary(SANDBOX, paths.LOGS)
     clear_sandbox(keep_evidence=session.exitstatus != pytest.ExitCode.OK)
@@ -233,4 +236,13 @@ def inventory_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         inventory._inventory.cache_clear()
 
     yield add
+    inventory._inventory.cache_clear()
+
+
+@pytest.fixture
+def shipped_inventory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The shipped inventory alone, without the suite's (which moves the local host's names and ports), read afresh."""
+    monkeypatch.setenv("ANSIBLE_INVENTORY", str(paths.ANSIBLE / "inventory" / "hosts.yml"))
+    inventory._inventory.cache_clear()
+    yield
     inventory._inventory.cache_clear()

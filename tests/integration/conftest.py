@@ -39,17 +39,21 @@ from station.recipes import recipe, render
 from tests import timings
 from tests.conftest import SANDBOX, cpu_facts, inventory_sources
 
-ENGINE = "station-vllm"
-ROUTER = "station-router"
-PROMETHEUS = "station-prometheus"
-NODE_EXPORTER = "station-node-exporter"
+# The suite's deployment on the local host, under names and ports of its own (tests/fixtures/inventory/host_vars/)
+LOCAL = inventory.host_vars("local")
+ENGINE = inventory.setting(LOCAL, "vllm_server", "vllm_server_container_name")
+ROUTER = inventory.setting(LOCAL, "vllm_router", "vllm_router_container_name")
+PROMETHEUS = inventory.setting(LOCAL, "prometheus", "prometheus_container_name")
+NODE_EXPORTER = inventory.setting(LOCAL, "node_exporter", "node_exporter_container_name")
 LOCAL_CONTAINERS = (ENGINE, ROUTER, PROMETHEUS)
 EVERY_CONTAINERS_LOGS = (
     'for c in $(docker ps --all --format "{{.Names}}"); do echo "== $c"; docker logs --tail 30 "$c" 2>&1; done'
 )
-PROMETHEUS_URL = "http://127.0.0.1:9090"
-API_URL = "http://127.0.0.1:8000"  # the router: what clients use
-ENGINE_URL = "http://127.0.0.1:8100"  # the engine behind it, on its internal port
+PROMETHEUS_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'prometheus', 'prometheus_port')}"
+API_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'vllm_router', 'vllm_router_port')}"  # what clients use
+ENGINE_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'vllm_server', 'vllm_server_port')}"  # the engine behind it
+NODE_EXPORTER_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'node_exporter', 'node_exporter_port')}"
+LOCAL_DATA_DIR = Path.home() / ".local" / "share" / "station-tests"  # its station_data_dir, as the host_vars render it
 # Prometheus' scrape interval on station's hosts, in seconds (the prometheus role's default)
 SCRAPE_S = traffic.seconds(inventory.role_default("prometheus", "prometheus_scrape_interval"))
 
@@ -133,10 +137,15 @@ def succeeded(run: Invocation) -> Invocation:
 
 
 def extra_inventory(tmp_path: Path, hosts: dict[str, dict[str, Any]], group: str = "offline") -> dict[str, str]:
-    """Env that adds hosts to the inventory (in `group`), or variables to hosts it has, for one invocation."""
-    path = tmp_path / "extra.yml"
-    path.write_text(yaml.safe_dump({group: {"hosts": hosts}}))
-    return {"ANSIBLE_INVENTORY": inventory_sources(path)}
+    """Env that adds hosts to the inventory (in `group`), or variables to hosts it has, for one invocation. The
+    variables go in a host_vars folder of their own, the last inventory read: they win over the suite's (a host's
+    variables in an inventory file lose to any host_vars folder's)."""
+    folder = tmp_path / "extra-inventory"
+    (folder / "host_vars").mkdir(parents=True, exist_ok=True)
+    (folder / "hosts.yml").write_text(yaml.safe_dump({group: {"hosts": dict.fromkeys(hosts)}}))
+    for host, variables in hosts.items():
+        (folder / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(variables))
+    return {"ANSIBLE_INVENTORY": inventory_sources(folder / "hosts.yml")}
 
 
 def serving(docker_client: docker.DockerClient, served: recipe.Recipe) -> bool:

@@ -17,7 +17,7 @@ def test_a_port_moved_in_the_inventory_is_followed() -> None:
     assert actions.service_url({"prometheus_port": 9191}, "prometheus").endswith(":9191")
 
 
-def test_the_inventory_sets_no_role_wiring_of_its_own() -> None:
+def test_the_inventory_sets_no_role_wiring_of_its_own(shipped_inventory) -> None:
     """One source: the ports and addresses are the roles' defaults, not retyped in the shipped group variables."""
     shipped = inventory.host_vars("local")
     for role in ("vllm_router", "vllm_server", "prometheus"):

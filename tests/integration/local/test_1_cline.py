@@ -19,9 +19,12 @@ import pytest
 import requests
 
 from station import paths
-from tests.integration.conftest import ENGINE_URL
+from station.deploy import inventory
+from tests.integration.conftest import API_URL, ENGINE_URL
 
 PINNED = paths.ROOT / "tests" / "agents" / "cline"
+# The endpoint the README's lines name, a user's on its default port; the suite's deployment has a port of its own
+README_API_URL = f"http://127.0.0.1:{inventory.role_default('vllm_router', 'vllm_router_port')}"
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +63,13 @@ def engine_requests(api_key: str) -> float:
 def cline_run(
     first_deploy, api_key, cline_bin, tmp_path_factory
 ) -> Iterator[tuple[subprocess.CompletedProcess[str], float]]:
-    """The README's Cline lines, run in an empty folder with their own HOME; the engine's requests before and after."""
+    """The README's Cline lines, pointed at the suite's endpoint, run in an empty folder with their own HOME; the
+    engine's requests before and after."""
     work = tmp_path_factory.mktemp("cline-work")
     (work / ".station").symlink_to(paths.STATE)  # the lines read the key from the checkout's .station/
     env = os.environ | {"HOME": str(work), "PATH": f"{cline_bin}{os.pathsep}{os.environ['PATH']}"}
     before = engine_requests(api_key)
-    script = "set -e\n" + "\n".join(readme_cline_lines()) + "\n"
+    script = "set -e\n" + "\n".join(readme_cline_lines()).replace(README_API_URL, API_URL) + "\n"
     done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     yield done, engine_requests(api_key) - before
     subprocess.run(["pkill", "-f", f"cline-hub-daemon --cwd {work}"], check=False)  # the CLI leaves it running
@@ -77,7 +81,7 @@ def events(output: str) -> list[dict]:
 
 def test_the_readme_configures_cline_as_an_openai_compatible_provider() -> None:
     auth, task = readme_cline_lines()
-    assert auth.startswith("cline auth openai-compatible --baseurl http://127.0.0.1:8000/v1")
+    assert auth.startswith(f"cline auth openai-compatible --baseurl {README_API_URL}/v1")
     assert task.startswith("cline --json ")
 
 

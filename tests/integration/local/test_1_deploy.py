@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import stat
+import urllib.parse
 
 import openai
 import pytest
@@ -20,7 +21,9 @@ from tests.integration.conftest import (
     ENGINE,
     ENGINE_URL,
     NODE_EXPORTER,
+    NODE_EXPORTER_URL,
     PROMETHEUS,
+    PROMETHEUS_URL,
     ROUTER,
     cpu_dtype,
     engine_argv,
@@ -32,7 +35,7 @@ from tests.integration.conftest import (
     wait_for,
 )
 
-PUBLISHED = [(ROUTER, 8000), (ENGINE, 8100), (PROMETHEUS, 9090), (NODE_EXPORTER, 9100)]
+PUBLISHED = [(ROUTER, API_URL), (ENGINE, ENGINE_URL), (PROMETHEUS, PROMETHEUS_URL), (NODE_EXPORTER, NODE_EXPORTER_URL)]
 
 
 def test_engine_runs_the_pinned_image_with_exactly_the_rendered_arguments(engine, smoke, docker_client) -> None:
@@ -106,8 +109,9 @@ def test_engine_has_the_recipes_shared_memory(engine) -> None:
     assert engine["HostConfig"]["ShmSize"] == 2 * 1024**3
 
 
-@pytest.mark.parametrize(("container", "port"), PUBLISHED)
-def test_port_is_published_on_loopback_only(docker_client, local_host, container: str, port: int) -> None:
+@pytest.mark.parametrize(("container", "url"), PUBLISHED)
+def test_port_is_published_on_loopback_only(docker_client, local_host, container: str, url: str) -> None:
+    port = urllib.parse.urlsplit(url).port
     bindings = docker_client.api.inspect_container(container)["HostConfig"]["PortBindings"]
     assert [b["HostIp"] for binds in bindings.values() for b in binds] == ["127.0.0.1"]
     assert local_host.socket(f"tcp://127.0.0.1:{port}").is_listening
@@ -313,4 +317,4 @@ def test_status_looks_up_the_containers_the_roles_name(first_deploy, tmp_path) -
     assert any("station-engine-renamed " in line and "absent" in line for line in shown), shown
     assert any("station-engine-renamed-candidate" in line for line in shown), shown
     assert not any(f"{ENGINE} " in line for line in shown), shown
-    assert any("station-router" in line and "running" in line for line in shown), shown
+    assert any(ROUTER in line and "running" in line for line in shown), shown

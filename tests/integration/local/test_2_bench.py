@@ -9,7 +9,7 @@ import subprocess
 from station import paths
 from station.bench import runs
 from tests.conftest import cpu_facts, this_machine
-from tests.integration.conftest import engine_argv
+from tests.integration.conftest import ENGINE, engine_argv
 
 
 def test_every_prompt_completed_with_every_output_token(bench, small_bench) -> None:
@@ -57,7 +57,7 @@ def test_result_carries_the_engine_and_bundle_provenance(bench, smoke, docker_cl
 
 def test_benchmark_ran_from_the_host_against_the_engine_on_its_network(bench) -> None:
     argv = bench.record["provenance"]["bench"]["argv"]
-    assert argv[:5] == ["vllm", "bench", "serve", "--base-url", "http://station-vllm:8000"]
+    assert argv[:5] == ["vllm", "bench", "serve", "--base-url", f"http://{ENGINE}:8000"]
     assert bench.record["provenance"]["bench"]["image_id"] == bench.record["provenance"]["engine"]["image_id"]
 
 

@@ -24,7 +24,15 @@ from station import paths
 from station.deploy import playbook
 from station.generators import dashboards
 from tests.conftest import FIXTURES
-from tests.integration.conftest import NODE_EXPORTER, PROMETHEUS, PROMETHEUS_URL, promtool, wait_for
+from tests.integration.conftest import (
+    LOCAL_DATA_DIR,
+    NODE_EXPORTER,
+    NODE_EXPORTER_URL,
+    PROMETHEUS,
+    PROMETHEUS_URL,
+    promtool,
+    wait_for,
+)
 
 # Panels and rules with no data off-GPU: no MTP head on the tiny model, no DCGM exporter.
 OFF_GPU_PANELS = {
@@ -180,7 +188,7 @@ def test_the_reload_handler_reloads_prometheus_in_its_running_container(first_de
 
 
 def test_node_exporter_reads_the_host(first_deploy, local_host) -> None:
-    metrics = local_host.check_output("curl -sf http://127.0.0.1:9100/metrics")
+    metrics = local_host.check_output(f"curl -sf {NODE_EXPORTER_URL}/metrics")
     assert "node_filesystem_avail_bytes" in metrics and 'mountpoint="/"' in metrics
 
 
@@ -193,8 +201,8 @@ def test_monitoring_images_are_pinned(docker_client, first_deploy) -> None:
         assert "@sha256:" in image or labels.get("io.station.build-digest"), f"{name}: {image} is not pinned"
 
 
-def grafana_dir(local_host) -> Path:
-    return Path(local_host.environment()["HOME"]) / ".local" / "share" / "station" / "grafana"
+def grafana_dir() -> Path:
+    return LOCAL_DATA_DIR / "grafana"
 
 
 @pytest.mark.parametrize(
@@ -211,10 +219,15 @@ def grafana_dir(local_host) -> Path:
     ],
 )
 def test_grafana_files_are_in_place_owned_by_grafana(first_deploy, local_host, relative: str, mode: int) -> None:
-    placed = local_host.file(str(grafana_dir(local_host) / relative))
+    placed = local_host.file(str(grafana_dir() / relative))
     assert placed.exists
     assert placed.uid == GRAFANA_UID
     assert placed.mode == mode
+
+
+def test_grafanas_datasource_is_this_hosts_prometheus_by_its_container_name(first_deploy, local_host) -> None:
+    placed = yaml.safe_load(local_host.file(str(grafana_dir() / "provisioning/datasources/station.yml")).content_string)
+    assert placed["datasources"][0]["url"] == f"http://{PROMETHEUS}:9090"
 
 
 def test_grafana_admin_password_is_generated_private_and_not_a_default(first_deploy, local_host) -> None:
@@ -222,7 +235,7 @@ def test_grafana_admin_password_is_generated_private_and_not_a_default(first_dep
     password = controller_copy.read_text().strip()
     assert len(password) == 32 and password.lower() not in {"admin", "password", "grafana"}
     assert controller_copy.stat().st_mode & 0o777 == 0o600
-    assert local_host.file(str(grafana_dir(local_host) / "secrets" / "admin_password")).content_string == password
+    assert local_host.file(str(grafana_dir() / "secrets" / "admin_password")).content_string == password
     assert password not in first_deploy.output
 
 

@@ -6,14 +6,13 @@ import json
 import os
 import re
 import socket
-from pathlib import Path
 
 import pytest
 import yaml
 
 from station import paths
 from tests.conftest import FIXTURES
-from tests.integration.conftest import ENGINE, invoke, succeeded
+from tests.integration.conftest import ENGINE, LOCAL_DATA_DIR, invoke, succeeded
 
 
 @pytest.fixture
@@ -155,7 +154,7 @@ ANOTHER_CONTROLLERS = {"token": "f00d", "command": "smoke-bench", "started": "20
 @pytest.fixture
 def held_by_another_controller():
     """local's lock file, claimed by a command of another controller; freed afterwards, whatever the test did."""
-    path = Path.home() / ".local" / "share" / "station" / "station.lock"  # local's station_data_dir
+    path = LOCAL_DATA_DIR / "station.lock"
     path.write_text(json.dumps(ANOTHER_CONTROLLERS))
     yield path
     path.write_text("")

@@ -14,7 +14,7 @@ import json
 import os
 import signal
 import subprocess
-import time
+import threading
 
 import pytest
 
@@ -23,7 +23,8 @@ from station.bench import ladder
 from tests.integration.conftest import CLI_ENV, Invocation, cli, invoke, succeeded, wait_for
 
 HOST = "sim"
-STEPS = "0,4"
+FIRST, SECOND = 0, 4
+STEPS = f"{FIRST},{SECOND}"
 
 
 def _newest_state(started_after: set) -> ladder.LadderRun | None:
@@ -33,9 +34,14 @@ def _newest_state(started_after: set) -> ladder.LadderRun | None:
     return ladder.LadderRun.model_validate_json(max(fresh).read_text())
 
 
+def _read_into(proc: subprocess.Popen, lines: list[str]) -> None:
+    for line in proc.stdout:
+        lines.append(line)
+
+
 @pytest.fixture(scope="module")
 def interrupted(provisioned) -> tuple[ladder.LadderRun, str]:
-    """`invoke ladder` stopped with SIGINT (as Ctrl-C does) once its first step is measured."""
+    """`invoke ladder` stopped with SIGINT (as Ctrl-C does) once its first step is measured, in its second's deploy."""
     before = set(ladder.LADDERS.glob("*/state.json"))
     proc = subprocess.Popen(
         cli("ladder", "--host", HOST, "--recipe", "cpu-ladder", "--steps", STEPS, "--fresh"),
@@ -48,13 +54,19 @@ def interrupted(provisioned) -> tuple[ladder.LadderRun, str]:
         # and so would the ladder, which then ran to its end uninterrupted
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    lines: list[str] = []
+    reader = threading.Thread(target=_read_into, args=(proc, lines), daemon=True)
+    reader.start()
     try:
-        state = wait_for(lambda: (s := _newest_state(before)) and s.rows and s, 1200, "the ladder's first step")
-        time.sleep(5)  # into the next step's deploy
+        # the first step measured and saved, the second's deploy begun
+        wait_for(lambda: any(f"Step {SECOND} (2 of 2)" in line for line in lines), 1200, "the ladder's second step")
+        state = _newest_state(before)
         proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=180)
+        proc.wait(timeout=180)
+        reader.join(timeout=30)
     finally:
         proc.kill()
+    output = "".join(lines)
     assert proc.returncode == 130, output
     assert "run the same command again to resume" in output
     return state, output
