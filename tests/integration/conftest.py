@@ -53,6 +53,8 @@ PROMETHEUS_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'prometheus', 'pro
 API_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'vllm_router', 'vllm_router_port')}"  # what clients use
 ENGINE_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'vllm_server', 'vllm_server_port')}"  # the engine behind it
 NODE_EXPORTER_URL = f"http://127.0.0.1:{inventory.setting(LOCAL, 'node_exporter', 'node_exporter_port')}"
+# The endpoint the README's examples name: a user's, on the router's default port
+README_API_URL = f"http://127.0.0.1:{inventory.role_default('vllm_router', 'vllm_router_port')}"
 LOCAL_DATA_DIR = Path.home() / ".local" / "share" / "station-tests"  # its station_data_dir, as the host_vars render it
 # Prometheus' scrape interval on station's hosts, in seconds (the prometheus role's default)
 SCRAPE_S = traffic.seconds(inventory.role_default("prometheus", "prometheus_scrape_interval"))
@@ -86,6 +88,12 @@ def failure_logs(test_file: Path) -> list[tuple[str, str]]:
             logs = _output(["docker", "exec", container, "sh", "-c", EVERY_CONTAINERS_LOGS])
             sections.append((f"docker logs of every container on {name}", logs))
     return sections
+
+
+def at_the_suites_endpoint(readme_code: str) -> str:
+    """Code from the README, pointed at the suite's endpoint instead of a user's."""
+    assert README_API_URL in readme_code, readme_code
+    return readme_code.replace(README_API_URL, API_URL)
 
 
 def agent_check_rows(output: str, capability: str) -> list[str]:

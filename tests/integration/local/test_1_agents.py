@@ -18,6 +18,7 @@ from tests.integration.conftest import (
     API_URL,
     ENGINE,
     agent_check_rows,
+    at_the_suites_endpoint,
     invoke,
     router_workers,
     serving,
@@ -152,7 +153,7 @@ def readme_snippet() -> str:
 
 def test_the_readmes_agent_snippet_runs_as_written(first_deploy, tmp_path) -> None:
     (tmp_path / ".station").symlink_to(paths.STATE)  # the snippet reads the key from the checkout's .station/
-    (tmp_path / "snippet.py").write_text(readme_snippet())
+    (tmp_path / "snippet.py").write_text(at_the_suites_endpoint(readme_snippet()))
     run = subprocess.run(
         [sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
     )

@@ -19,12 +19,9 @@ import pytest
 import requests
 
 from station import paths
-from station.deploy import inventory
-from tests.integration.conftest import API_URL, ENGINE_URL
+from tests.integration.conftest import ENGINE_URL, README_API_URL, at_the_suites_endpoint
 
 PINNED = paths.ROOT / "tests" / "agents" / "cline"
-# The endpoint the README's lines name, a user's on its default port; the suite's deployment has a port of its own
-README_API_URL = f"http://127.0.0.1:{inventory.role_default('vllm_router', 'vllm_router_port')}"
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +66,7 @@ def cline_run(
     (work / ".station").symlink_to(paths.STATE)  # the lines read the key from the checkout's .station/
     env = os.environ | {"HOME": str(work), "PATH": f"{cline_bin}{os.pathsep}{os.environ['PATH']}"}
     before = engine_requests(api_key)
-    script = "set -e\n" + "\n".join(readme_cline_lines()).replace(README_API_URL, API_URL) + "\n"
+    script = "set -e\n" + at_the_suites_endpoint("\n".join(readme_cline_lines())) + "\n"
     done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     yield done, engine_requests(api_key) - before
     subprocess.run(["pkill", "-f", f"cline-hub-daemon --cwd {work}"], check=False)  # the CLI leaves it running
