@@ -51,6 +51,8 @@ def measured_window(samples: list[dict[str, Any]], duration_s: float) -> list[di
 def summarise(raw: dict[str, Any], output_tokens: int, duration_s: float) -> TelemetrySummary:
     if not raw.get("present"):
         return TelemetrySummary(present=False, reason=raw.get("reason") or "no GPU was sampled")
+    if raw.get("stopped"):  # its last samples are not the benchmark's end: no window to measure
+        return TelemetrySummary(present=True, source=raw["source"], reason=f"sampling stopped early: {raw['stopped']}")
     window = measured_window(raw["samples"], duration_s)
     if len(window) < 2:
         return TelemetrySummary(

@@ -58,3 +58,34 @@ def test_the_sampler_records_no_gpu_here(tmp_path) -> None:
     if sampler is not None:
         pytest.skip("this machine has a GPU: tests/gpu/test_telemetry.py covers it")
     assert "nvml" in reason and "nvidia-smi" in reason
+
+
+class FakeGpuThatFailsMidRun:
+    """Stands in for a GPU (none here) whose driver fails after two samples, as NVML does when a GPU falls off the
+    bus: the real samplers (Nvml, Smi) raise from sample() the same way."""
+
+    source = "nvml"
+
+    def __init__(self) -> None:
+        self.sampled = 0
+
+    def sample(self) -> list[dict]:
+        self.sampled += 1
+        if self.sampled > 2:
+            raise RuntimeError("NVML_ERROR_GPU_IS_LOST")
+        return [gpu(300.0)]
+
+
+def test_a_sampler_that_fails_mid_run_writes_what_it_sampled_and_why_it_stopped(tmp_path, monkeypatch) -> None:
+    module = ansible_module("roles/vllm_bench/files/gpu_telemetry.py")
+    monkeypatch.setattr(module, "open_sampler", lambda: (FakeGpuThatFailsMidRun(), None))
+    out = tmp_path / "telemetry.json"
+    argv = ["gpu_telemetry.py", "--out", str(out), "--stop", str(tmp_path / "stop"), "--interval", "0"]
+    monkeypatch.setattr("sys.argv", argv)
+    module.main()
+    raw = telemetry.load(out)
+    assert len(raw["samples"]) == 2
+    assert raw["stopped"] == "nvml failed after 2 sample(s): NVML_ERROR_GPU_IS_LOST"
+    summary = telemetry.summarise(raw, output_tokens=1000, duration_s=10)
+    assert summary.present and summary.output_tokens_per_joule is None  # no window measured from a cut-short run
+    assert summary.reason == "sampling stopped early: nvml failed after 2 sample(s): NVML_ERROR_GPU_IS_LOST"

@@ -9,7 +9,8 @@ nvidia-smi. On a host without a GPU it writes that explicitly
 ({"present": false, "reason": ...}) instead of nothing. Each sample:
 {"t": unix time, "gpus": [{"index", "power_w", "energy_j", "util_pct",
 "mem_used_mib", "sm_clock_mhz", "temp_c", "clocks_event_reasons"}]};
-energy_j is the driver's energy counter (NVML only), else null.
+energy_j is the driver's energy counter (NVML only), else null. A sampler that
+fails mid-run stops, saying why in "stopped", and writes what it sampled.
 """
 
 import argparse
@@ -122,13 +123,26 @@ def main():
     sampler, reason = open_sampler()
     record = {"present": sampler is not None, "reason": reason or "", "interval_s": args.interval, "samples": []}
     record["source"] = sampler.source if sampler else "none"
+    try:
+        sample_until_stopped(sampler, args, record)
+    finally:  # whatever stopped the sampling, the samples taken are written
+        with open(args.out, "w") as out:
+            json.dump(record, out)
+
+
+def sample_until_stopped(sampler, args, record):
+    """Samples into the record until the stop file appears or the deadline passes. A GPU or driver that fails mid-run
+    (NVML or nvidia-smi erroring) ends the sampling, with why, and never the benchmark beside it."""
     deadline = time.time() + args.max_seconds
     while sampler and not os.path.exists(args.stop) and time.time() < deadline:
         started = time.time()
-        record["samples"].append({"t": started, "gpus": sampler.sample()})
+        try:
+            gpus = sampler.sample()
+        except Exception as error:
+            record["stopped"] = f"{sampler.source} failed after {len(record['samples'])} sample(s): {error}"
+            return
+        record["samples"].append({"t": started, "gpus": gpus})
         time.sleep(max(0.0, args.interval - (time.time() - started)))
-    with open(args.out, "w") as out:
-        json.dump(record, out)
 
 
 if __name__ == "__main__":
