@@ -49,6 +49,7 @@ from station.bench.telemetry import TelemetrySummary  # noqa: E402
 from station.deploy import inventory  # noqa: E402
 from station.recipes import recipe  # noqa: E402
 from tests import timings, users_deployment  # noqa: E402
+from tests.users_deployment import snapshot  # noqa: E402  (tests import it from here)
 
 USER_FOLDERS = (paths.ROOT / "results", paths.ROOT / ".station")
 # What the suite adds to the shipped inventory's hosts, for every command it runs
@@ -91,11 +92,6 @@ def run_module(name: str) -> subprocess.CompletedProcess[str]:
         check=False,
         env=os.environ | {"ANSIBLE_CONFIG": str(paths.ANSIBLE / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "default"},
     )
-
-
-def snapshot(folder: Path) -> dict[str, float]:
-    """Every file under a folder with its modification time: what a test must leave as it was."""
-    return {str(p): p.stat().st_mtime for p in folder.rglob("*")} if folder.exists() else {}
 
 
 _BEFORE = {folder: snapshot(folder) for folder in USER_FOLDERS}

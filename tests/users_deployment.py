@@ -33,14 +33,15 @@ def _network() -> str:
     return yaml.safe_load((paths.ANSIBLE / "inventory" / "group_vars" / "all.yml").read_text())["station_network_name"]
 
 
-def _files(folder: Path) -> dict[str, float]:
+def snapshot(folder: Path) -> dict[str, float]:
+    """Every file under a folder with its modification time: what a test must leave as it was."""
     return {str(p): p.stat().st_mtime for p in folder.rglob("*")} if folder.exists() else {}
 
 
 def state() -> dict[str, Any]:
     """Each of the user's containers (its id, start and status) or None, its network's id, its volumes, and every file
     of its data folder with its modification time."""
-    found: dict[str, Any] = {"files": _files(DATA_DIR)}
+    found: dict[str, Any] = {"files": snapshot(DATA_DIR)}
     try:
         client = docker.from_env(timeout=30)
         client.ping()
