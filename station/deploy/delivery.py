@@ -36,8 +36,7 @@ def ensure_images(host: str, recipe: Recipe, console: Console, architecture: str
         engine = images.client()
         if architecture:
             platforms.require_buildable(host, architecture, platforms.of_engine(engine))
-        for tag, (folder, build_args) in builds.items():
-            images.ensure(engine, tag, folder, console, build_args)
+        images.ensure_all(engine, builds, console)
     return list(builds)
 
 

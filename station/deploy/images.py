@@ -15,13 +15,18 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn
 
 from station import paths
 from station.deploy import lock, platforms, wheelhouse
@@ -42,10 +47,13 @@ EXTRA_SOURCES: dict[str, list[Path]] = {"vllm-cpu": [paths.ROOT / "station" / "g
 
 def _add_locked_wheels(folder: str, pins: Path, context: Path, architecture: str) -> None:
     """The wheels a build folder's lock (`pins`) pins for the building engine's architecture (so the lock, hashed
-    below, stands for them)."""
+    below, stands for them), linked into the context's wheelhouse: no other wheel of the cache is sent."""
     with lock.wheels():
-        wheels = wheelhouse.ensure(pins, wheelhouse.cache(folder, architecture), architecture)
-    (context / "wheelhouse").symlink_to(wheels, target_is_directory=True)
+        cached = wheelhouse.ensure(pins, wheelhouse.cache(folder, architecture), architecture)
+        wheels = wheelhouse.locked_wheels(pins, cached)
+    (context / "wheelhouse").mkdir()
+    for wheel in wheels:
+        (context / "wheelhouse" / wheel.name).symlink_to(wheel)
 
 
 def lock_of(folder: str) -> Path | None:
@@ -118,6 +126,55 @@ def image_id(engine: docker.DockerClient, tag: str) -> str | None:
         return None
 
 
+# Opens a status line, whose update(text) says what a build does now: Console.status, or one line of a BuildProgress
+StatusLine = Callable[[str], AbstractContextManager[Any]]
+
+
+class BuildProgress:
+    """One live display for builds that run at once, a line each: rich shows one live display at a time."""
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console, transient=True)
+
+    def __enter__(self) -> BuildProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    @contextlib.contextmanager
+    def line(self, text: str) -> Iterator[Any]:
+        task = self.progress.add_task(text, total=None)
+        try:
+            yield SimpleNamespace(update=lambda now: self.progress.update(task, description=now))
+        finally:
+            self.progress.remove_task(task)
+
+
+def ensure_all(engine: docker.DockerClient, builds: dict[str, tuple[str, dict[str, str]]], console: Console) -> None:
+    """Each image (tag → docker/ folder and build arguments) on this controller's engine, the missing ones built side
+    by side: an image build mostly keeps one core busy, and the engine's takes minutes where the others take seconds.
+    The first failure is raised once every build has ended."""
+    failures: list[BaseException] = []
+    with BuildProgress(console) as progress:
+
+        def build(tag: str, folder: str, build_args: dict[str, str]) -> None:
+            try:
+                ensure(engine, tag, folder, console, build_args, status=progress.line)
+            except BaseException as error:  # raised in the calling thread, below
+                failures.append(error)
+
+        # Daemon threads: Ctrl-C ends the command at once, and the engine stops a build whose client went
+        threads = [threading.Thread(target=build, args=(tag, *how), daemon=True) for tag, how in builds.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+
+
 def ensure(
     engine: docker.DockerClient,
     tag: str,
@@ -125,16 +182,23 @@ def ensure(
     console: Console,
     build_args: dict[str, str] | None = None,
     host: str = "",
+    status: StatusLine | None = None,
 ) -> str:
     """The id of image `tag` on `engine` (this controller's, or `host`'s own), built from docker/<folder> when
-    missing or built from other inputs. One build at a time on this controller's engine (a second command building
-    the same image waits, then finds it built); a host's engine is its command's alone (the host lock)."""
-    with contextlib.nullcontext() if host else lock.builds():
-        return _ensure(engine, tag, folder, console, build_args or {}, host)
+    missing or built from other inputs. One build of an image at a time on this controller's engine (a second command
+    building the same image waits, then finds it built); a host's engine is its command's alone (the host lock)."""
+    with contextlib.nullcontext() if host else lock.builds(tag):
+        return _ensure(engine, tag, folder, console, build_args or {}, host, status or console.status)
 
 
 def _ensure(
-    engine: docker.DockerClient, tag: str, folder: str, console: Console, build_args: dict[str, str], host: str
+    engine: docker.DockerClient,
+    tag: str,
+    folder: str,
+    console: Console,
+    build_args: dict[str, str],
+    host: str,
+    status: StatusLine,
 ) -> str:
     digest = build_digest(folder, build_args)
     try:
@@ -143,19 +207,19 @@ def _ensure(
         existing = None
     if existing is not None and existing.labels.get(DIGEST_LABEL) == digest:
         return existing.id
-    if uses_base(folder):
-        ensure_base(engine, console, host)
-        build_args = {"BASE_IMAGE": BASE_IMAGE, **build_args}
     with tempfile.TemporaryDirectory(prefix="station-build-") as tmp:
         context = Path(tmp) / "context"
         shutil.copytree(paths.DOCKER / folder, context)
         for source in EXTRA_SOURCES.get(folder, []):
             shutil.copy(source, context / source.name)
         pins = lock_of(folder)
-        if pins:
-            with console.status(f"Preparing the wheels of {tag}"):
+        if pins:  # before the base: a download of the wheels goes on while another build makes the base
+            with status(f"Preparing the wheels of {tag}"):
                 _add_locked_wheels(folder, pins, context, platforms.of_engine(engine))
-        built = _build(engine, _archive(context), tag, build_args, {DIGEST_LABEL: digest}, console, host)
+        if uses_base(folder):
+            ensure_base(engine, console, host, status)
+            build_args = {"BASE_IMAGE": BASE_IMAGE, **build_args}
+        built = _build(engine, _archive(context), tag, build_args, {DIGEST_LABEL: digest}, console, host, status)
     if existing is not None and existing.id != built:
         _remove_quietly(engine, existing.id)
     return built
@@ -175,13 +239,14 @@ def _build(
     labels: dict[str, str],
     console: Console,
     host: str,
+    status: StatusLine,
 ) -> str:
     """Build from the context archive, showing the step and the time so far; the log stays on this controller."""
     where = f" on {host}" if host else ""
     log_path = build_log(tag, host)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with archive.open("rb") as context, log_path.open("w") as log, console.status(f"Building {tag}{where}") as status:
+    with archive.open("rb") as context, log_path.open("w") as log, status(f"Building {tag}{where}") as line:
         try:
             for chunk in engine.api.build(
                 fileobj=context,
@@ -196,11 +261,11 @@ def _build(
                 if "error" in chunk:
                     error = chunk["error"].strip()
                     raise StationError(f"building {tag}{where} failed: {error}", f"full log: {log_path}")
-                line = chunk.get("stream", "")
-                log.write(line)
-                if line.startswith("Step "):
+                step = chunk.get("stream", "")
+                log.write(step)
+                if step.startswith("Step "):
                     elapsed = time.monotonic() - started
-                    status.update(f"Building {tag}{where} ({elapsed:.0f} s so far): {line.strip()[:100]}")
+                    line.update(f"Building {tag}{where} ({elapsed:.0f} s so far): {step.strip()[:100]}")
         except APIError as exc:
             raise StationError(f"building {tag}{where} failed: {exc}", f"full log: {log_path}") from exc
     built = image_id(engine, tag)
@@ -210,12 +275,14 @@ def _build(
     return built
 
 
-def ensure_base(engine: docker.DockerClient, console: Console, host: str = "") -> str:
+def ensure_base(engine: docker.DockerClient, console: Console, host: str = "", status: StatusLine | None = None) -> str:
     """The Debian base image on `engine`, made when missing: debootstrapped here for this controller's own engine; for
     `host`'s engine, in two stages, so that it is native to the host whatever this controller's architecture."""
-    existing = image_id(engine, BASE_IMAGE)
-    if existing:
-        return existing
+    with contextlib.nullcontext() if host else lock.builds(BASE_IMAGE):  # the images built from it wait for it
+        return image_id(engine, BASE_IMAGE) or _make_base(engine, console, host, status or console.status)
+
+
+def _make_base(engine: docker.DockerClient, console: Console, host: str, status: StatusLine) -> str:
     if not shutil.which("debootstrap"):
         raise StationError(
             f"{BASE_IMAGE} is missing and debootstrap is not installed",
@@ -223,19 +290,21 @@ def ensure_base(engine: docker.DockerClient, console: Console, host: str = "") -
         )
     with tempfile.TemporaryDirectory(prefix="station-rootfs-") as tmp:
         if host:
-            _base_in_two_stages(engine, Path(tmp), console, host)
+            _base_in_two_stages(engine, Path(tmp), console, host, status)
         else:
-            with console.status(f"Building {BASE_IMAGE} with debootstrap (about 30 s)"):
+            with status(f"Building {BASE_IMAGE} with debootstrap (about 30 s)"):
                 _import_rootfs(engine, BASE_IMAGE, Path(tmp), ["--variant=minbase"])
             console.print(f"Built {BASE_IMAGE}")
     return image_id(engine, BASE_IMAGE) or ""
 
 
-def _base_in_two_stages(engine: docker.DockerClient, tmp: Path, console: Console, host: str) -> None:
+def _base_in_two_stages(
+    engine: docker.DockerClient, tmp: Path, console: Console, host: str, status: StatusLine
+) -> None:
     """Debootstrap's first stage here, for the host's architecture (it only unpacks Debian's packages: nothing of the
     host's architecture runs here), then its second stage built by the host's own engine, which runs it natively."""
     architecture, started = platforms.of_engine(engine), time.monotonic()
-    with console.status(f"Unpacking Debian {DEBIAN_SUITE} for {architecture} (debootstrap's first stage)"):
+    with status(f"Unpacking Debian {DEBIAN_SUITE} for {architecture} (debootstrap's first stage)"):
         options = ["--foreign", f"--arch={platforms.debian(architecture)}", "--variant=minbase"]
         _import_rootfs(engine, FIRST_STAGE, tmp, options)
     console.print(
@@ -246,7 +315,7 @@ def _base_in_two_stages(engine: docker.DockerClient, tmp: Path, console: Console
     context.mkdir()
     (context / "Dockerfile").write_text(SECOND_STAGE)
     try:
-        _build(engine, _archive(context), BASE_IMAGE, {}, {}, console, host)
+        _build(engine, _archive(context), BASE_IMAGE, {}, {}, console, host, status)
     finally:
         _remove_quietly(engine, FIRST_STAGE)
 

@@ -1,4 +1,4 @@
-"""One command at a time per host, one image build at a time per controller.
+"""One command at a time per host, one build of an image at a time per controller.
 
 A deploy must not replace the engine under a running benchmark: the host lock is
 an flock on .station/locks/<host>.lock, held for the whole command and released
@@ -7,10 +7,10 @@ it, for the error the next command prints. The same claim (a Holder) goes to the
 host with every playbook the command runs (ansible/playbooks/lock.yml), so a
 command from another controller is refused there too; the command frees it when
 it ends (tasks.py). Commands for two hosts may run at once, but they share the
-controller's Docker engine and wheel cache: the build lock makes the second
-wait while the first builds on this engine, then find the image built, and the
-wheel lock lets one at a time fill the cache (hosts that build their own images
-build side by side).
+controller's Docker engine and wheel cache: an image's build lock makes the
+second wait while the first builds that image on this engine, then find it
+built (different images build side by side), and the wheel lock lets one at a
+time fill the cache (hosts that build their own images build side by side).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import uuid
 from collections.abc import Iterator
@@ -36,10 +37,10 @@ def _file(name: str) -> Path:
     return path
 
 
-def builds() -> AbstractContextManager[None]:
-    """Hold the build lock of this controller's Docker engine while the block runs, waiting while another command
-    holds it."""
-    return _controller("builds")
+def builds(image: str) -> AbstractContextManager[None]:
+    """Hold the build lock of one image on this controller's Docker engine while the block runs, waiting while another
+    command (or another of this command's builds) holds it; other images build alongside."""
+    return _controller("builds-" + re.sub(r"[^A-Za-z0-9._-]", "_", image))
 
 
 def wheels() -> AbstractContextManager[None]:

@@ -10,6 +10,7 @@ for a host of that architecture and installs vLLM on an air-gapped host.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -24,6 +25,7 @@ ARCHITECTURES = ("x86_64", "aarch64")
 GLIBC_MINORS = range(36, 16, -1)
 COVERS = re.compile(r"^# architectures: (.+)$", re.MULTILINE)
 PIN = re.compile(r"^(\S+==\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)\s*$")
+DIGESTS = ".digests.json"  # in a folder of wheels: each wheel's sha256, with the size and time it was computed for
 
 
 def target(architecture: str) -> list[str]:
@@ -69,11 +71,42 @@ def require_architecture(lock: Path, architecture: str) -> None:
         )
 
 
+def digests(folder: Path) -> dict[str, Path]:
+    """Each wheel in the folder by its sha256. A digest is computed once (a gigabyte of wheels takes seconds) and kept
+    in the folder, computed again when the wheel's size or modification time changes."""
+    record = folder / DIGESTS
+    try:
+        known = json.loads(record.read_text())
+    except (OSError, ValueError):
+        known = {}
+    found, current = {}, {}
+    for wheel in sorted(folder.glob("*.whl")):
+        stat = wheel.stat()
+        seen = [stat.st_size, stat.st_mtime_ns]
+        entry = known.get(wheel.name, {})
+        digest = entry["sha256"] if entry.get("stat") == seen else sha256(wheel)
+        current[wheel.name] = {"stat": seen, "sha256": digest}
+        found[digest] = wheel
+    if current != known:
+        partial = record.with_suffix(".partial")
+        partial.write_text(json.dumps(current, indent=1))
+        partial.replace(record)
+    return found
+
+
+def locked_wheels(lock: Path, folder: Path) -> list[Path]:
+    """The wheels in the folder that the lock pins: what a build or a bundle takes from it."""
+    if not folder.is_dir():
+        return []
+    pinned = set().union(*locked_files(lock).values())
+    return sorted(wheel for digest, wheel in digests(folder).items() if digest in pinned)
+
+
 def is_complete(lock: Path, folder: Path) -> bool:
     """True when the folder holds a wheel with a locked hash for every pin."""
     if not folder.is_dir():
         return False
-    present = {sha256(wheel) for wheel in folder.glob("*.whl")}
+    present = set(digests(folder))
     return all(hashes & present for hashes in locked_files(lock).values())
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from station.deploy import delivery, images, inventory, tunnel
 from station.errors import StationError
@@ -50,3 +54,24 @@ def test_the_host_s_docker_socket_is_forwarded_to_a_unix_socket_here() -> None:
     assert [argv[i + 1] for i, part in enumerate(argv) if part == "-L"] == [
         "/tmp/station-docker-x/docker.sock:/var/run/docker.sock"
     ]
+
+
+def test_the_images_a_host_needs_build_side_by_side_and_a_failure_is_raised_once_all_ended(monkeypatch) -> None:
+    """Two builds must be under way at once to pass the barrier; the router's failure comes after the engine's end."""
+    both_building, ended = threading.Barrier(2, timeout=10), []
+
+    def build(engine, tag, folder, console, build_args, status) -> str:
+        both_building.wait()
+        with status(f"Building {tag}") as line:
+            line.update(f"Building {tag}: step 2")
+        if folder == "vllm-router":
+            raise StationError(f"building {tag} failed", "see its log")
+        time.sleep(0.2)
+        ended.append(tag)
+        return "sha256:built"
+
+    monkeypatch.setattr(images, "ensure", build)
+    builds = {"station.invalid/vllm-cpu:1": ("vllm-cpu", {}), "station.invalid/vllm-router:1": ("vllm-router", {})}
+    with pytest.raises(StationError, match=re.escape("building station.invalid/vllm-router:1 failed")):
+        images.ensure_all(None, builds, Console(quiet=True))
+    assert ended == ["station.invalid/vllm-cpu:1"]

@@ -55,11 +55,11 @@ def test_a_process_that_dies_leaves_no_lock_behind() -> None:
         pass
 
 
-def test_a_second_build_waits_for_the_first_to_finish() -> None:
+def test_a_second_build_of_an_image_waits_for_the_first_to_finish() -> None:
     entered, release, order = threading.Event(), threading.Event(), []
 
     def first() -> None:
-        with lock.builds():
+        with lock.builds("station.invalid/engine:1"):
             order.append("first builds")
             entered.set()
             release.wait(10)
@@ -67,7 +67,7 @@ def test_a_second_build_waits_for_the_first_to_finish() -> None:
 
     def second() -> None:
         entered.wait(10)
-        with lock.builds():
+        with lock.builds("station.invalid/engine:1"):
             order.append("second builds")
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
@@ -82,17 +82,23 @@ def test_a_second_build_waits_for_the_first_to_finish() -> None:
     assert order == ["first builds", "first done", "second builds"]
 
 
-def test_the_wheel_cache_is_not_held_by_a_build_on_this_controller_s_engine() -> None:
-    """A host building its own images takes the wheel lock only: it does not wait for a build here, nor for another
-    host's build."""
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(lambda: lock.builds("station.invalid/router:1"), id="another image's build"),
+        # A host building its own images takes the wheel lock only: it waits for no build here, nor another host's
+        pytest.param(lock.wheels, id="the wheel cache"),
+    ],
+)
+def test_a_build_on_this_controller_s_engine_holds_back_only_its_own_image(other) -> None:
     taken = threading.Event()
 
-    def fill_the_cache() -> None:
-        with lock.wheels():
+    def take() -> None:
+        with other():
             taken.set()
 
-    with lock.builds():
-        thread = threading.Thread(target=fill_the_cache)
+    with lock.builds("station.invalid/engine:1"):
+        thread = threading.Thread(target=take)
         thread.start()
         assert taken.wait(5)
     thread.join(5)

