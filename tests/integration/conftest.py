@@ -1,8 +1,9 @@
 """Integration fixtures: the real CLI against `local`, a real Docker engine, real vLLM and Prometheus.
 
 Each folder below is one deployment its tests share: local/ the local host's, sim/ the simulated host's
-(its own conftest starts it). One xdist worker runs each folder, in file order (tests/conftest.py), so the
-two progress side by side; no module needs another to have run first.
+(its own conftest starts it); controller/ needs none (commands that run on the controller alone). One xdist worker
+runs each folder, in file order (tests/conftest.py), so the two deployments progress side by side; no module needs
+another to have run first.
 
 Nothing here skips: without a Docker engine these tests fail and say how to
 start one (.ci/run starts it in CI). Deselect them with `-m "not integration"`.
@@ -79,7 +80,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def failure_logs(test_file: Path) -> list[tuple[str, str]]:
     """The local host's containers for its tests; for the simulated hosts' tests, every container on each simulated
     host that runs (station's are inside them, where this machine's Docker does not see them)."""
-    if test_file.parent.name != "sim":
+    if test_file.parent.name == "controller":
+        return []
+    if test_file.parent.name == "local":
         return [(f"docker logs {name}", _output(["docker", "logs", "--tail", "30", name])) for name in LOCAL_CONTAINERS]
     sections = []
     for name in inventory.targets(sim.GROUP):

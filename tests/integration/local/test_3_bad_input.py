@@ -123,15 +123,6 @@ def test_a_bad_value_stops_a_deploy_naming_the_flag(tmp_path, cpu_ladder_data, e
     assert docker_client.containers.get(ENGINE).id == engine_id
 
 
-def test_check_recipe_on_the_controller_rejects_a_misspelt_flag(tmp_path, cpu_ladder_data) -> None:
-    path = _ladder_file(tmp_path, cpu_ladder_data, 3, {"async-schedulng": True})
-    _failed(
-        invoke("check-recipe", "--recipe", str(path)),
-        "rejected  step 3 (async scheduling): --async-schedulng: unrecognized argument",
-        "nearest valid spelling: --async-scheduling",
-    )
-
-
 # Every command that changes, measures or builds for a host takes its lock: refused at once while another holds it
 BUSY_REFUSED = [["deploy"], ["smoke-bench"], ["down"], ["check-recipe"], ["profile-capture"], ["bundle"]]
 

@@ -1,5 +1,5 @@
 """`invoke ladder` end to end on the CPU engine of the simulated host, interrupted after one step and resumed (the
-shipped ladders' flags are checked on the controller, in local/test_3_parsers.py).
+shipped ladders' flags are checked on the controller, in controller/test_check_recipe.py).
 
 The ladder runs on `sim`, reached over SSH as a GPU host is, while the local
 host's tests run beside it. It is the slowest test: an engine start and a

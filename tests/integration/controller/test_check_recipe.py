@@ -1,13 +1,17 @@
-"""Every shipped ladder and search space through the pinned vLLM's own parser on the controller (check-recipe's
-path), where its parser is: a CPU build of the same vLLM release. A release with no parser here is sent to its host."""
+"""`check-recipe` without a host: recipes through the pinned vLLM's own parser on the controller, where its parser is a
+CPU build of the same vLLM release. Every shipped ladder and search space parses; a misspelt flag or an unknown parser
+is named with the nearest valid spelling; a release with no parser here is sent to its host. No deployment and no
+host's lock: these run beside either deployment's tests."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
+import yaml
 from rich.console import Console
 
+from station import paths
 from station.deploy import argcheck
 from station.recipes import recipe
 from station.tune import space as spaces
@@ -47,3 +51,31 @@ def test_every_configuration_of_a_shipped_space_parses_with_the_pinned_vllm(spac
     ]
     _, verdicts = argcheck.check(labelled, Console(quiet=True))
     assert [v.describe() for v in verdicts if not v.ok] == []
+
+
+def _refused(path, *expected: str) -> None:
+    run = invoke("check-recipe", "--recipe", str(path))
+    assert run.returncode == 1 and "Traceback" not in run.output, run.output
+    for text in expected:
+        assert text in run.output, run.output
+
+
+def test_a_misspelt_flag_of_a_ladder_step_is_named_with_its_nearest_spelling(tmp_path) -> None:
+    ladder = yaml.safe_load((paths.RECIPES / "cpu-ladder.yml").read_text())
+    ladder["steps"][3]["args"] = {"async-schedulng": True}
+    (path := tmp_path / "ladder.yml").write_text(yaml.safe_dump(ladder))
+    _refused(
+        path,
+        "rejected  step 3 (async scheduling): --async-schedulng: unrecognized argument",
+        "nearest valid spelling: --async-scheduling",
+    )
+
+
+def test_a_tool_parser_this_vllm_lacks_is_named_with_its_nearest_spelling(tmp_path) -> None:
+    path = tmp_path / "typo.yml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke", "engine": {"args": {"tool-call-parser": "hermess"}}}))
+    _refused(
+        path,
+        "--tool-call-parser: 'hermess' is not one of this vLLM's tool-call-parsers",
+        "nearest valid spelling: hermes",
+    )
