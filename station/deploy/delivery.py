@@ -13,7 +13,7 @@ from station.deploy import bundle, images, inventory, platforms, tunnel
 from station.errors import StationError
 from station.recipes.recipe import Recipe
 
-Builds = dict[str, tuple[str, dict[str, str]]]  # image tag → (docker/ folder, build arguments)
+Builds = images.Builds
 
 # Where a remote host's images are built (its inventory's station_image_builds)
 WHERE = ("host", "controller")

@@ -152,10 +152,13 @@ class BuildProgress:
             self.progress.remove_task(task)
 
 
-def ensure_all(engine: docker.DockerClient, builds: dict[str, tuple[str, dict[str, str]]], console: Console) -> None:
-    """Each image (tag → docker/ folder and build arguments) on this controller's engine, the missing ones built side
-    by side: an image build mostly keeps one core busy, and the engine's takes minutes where the others take seconds.
-    The first failure is raised once every build has ended."""
+Builds = dict[str, tuple[str, dict[str, str]]]  # image tag → (docker/ folder, build arguments)
+
+
+def ensure_all(engine: docker.DockerClient, builds: Builds, console: Console) -> None:
+    """Each image on this controller's engine, the missing ones built side by side: an image build mostly keeps one
+    core busy, and the engine's takes minutes where the others take seconds. The first failure is raised once every
+    build has ended."""
     failures: list[BaseException] = []
     with BuildProgress(console) as progress:
 

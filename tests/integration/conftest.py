@@ -79,7 +79,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def failure_logs(test_file: Path) -> list[tuple[str, str]]:
     """The local host's containers for its tests; for the simulated hosts' tests, every container on each simulated
-    host that runs (station's are inside them, where this machine's Docker does not see them)."""
+    host that runs (station's are inside them, where this machine's Docker does not see them); none for the tests of
+    commands that run on the controller alone."""
     if test_file.parent.name == "controller":
         return []
     if test_file.parent.name == "local":
