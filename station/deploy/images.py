@@ -265,10 +265,11 @@ def _build(
                     error = chunk["error"].strip()
                     raise StationError(f"building {tag}{where} failed: {error}", f"full log: {log_path}")
                 step = chunk.get("stream", "")
-                log.write(step)
                 if step.startswith("Step "):
                     elapsed = time.monotonic() - started
                     line.update(f"Building {tag}{where} ({elapsed:.0f} s so far): {step.strip()[:100]}")
+                    step = f"[{elapsed:4.0f} s] {step}"
+                log.write(step)
         except APIError as exc:
             raise StationError(f"building {tag}{where} failed: {exc}", f"full log: {log_path}") from exc
     built = image_id(engine, tag)
