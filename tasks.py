@@ -299,7 +299,7 @@ def tune(c, host=None, recipe=None, profile="", traffic="", space="", trials=12,
 @task(
     name="check-recipe",
     help={
-        "recipe": RECIPE_HELP + "; a ladder checks every step",
+        "recipe": RECIPE_HELP + "; a ladder checks every step; several, comma-separated, are checked in one run",
         "host": "Check inside the pinned image on this inventory host; default: here, in a local image of that vLLM",
     },
 )
@@ -307,20 +307,21 @@ def check_recipe(c, recipe=None, host=None):
     """Check every flag of a recipe with the pinned vLLM's own argument parser; changes nothing."""
     recipe = recipe or c.config.station.recipe
     with user_errors():
-        labelled = recipes.load_labelled(recipe)
+        labelled = recipes.load_all_labelled([name.strip() for name in recipe.split(",") if name.strip()])
     if host:
         with on_host(host, "check-recipe"):
             actions.check_args(host, labelled, console)
         console.print(f"vLLM on {host} accepts every argument of {len(labelled)} recipe(s) in {recipe}.")
         return
     with user_errors():
-        image, verdicts = argcheck.check(labelled, console)
-        for verdict in verdicts:
-            console.print(
-                f"  {'[green]ok[/]' if verdict.ok else '[red]rejected[/]'}  {verdict.describe()}", highlight=False
-            )
-        argcheck.require_valid(verdicts, image)
-        console.print(f"vLLM in {image} accepts every argument of {recipe}.")
+        checked = argcheck.check(labelled, console)
+        for _, verdicts in checked:
+            for verdict in verdicts:
+                console.print(
+                    f"  {'[green]ok[/]' if verdict.ok else '[red]rejected[/]'}  {verdict.describe()}", highlight=False
+                )
+        argcheck.require_valid(checked)
+        console.print(f"vLLM in {' and '.join(image for image, _ in checked)} accepts every argument of {recipe}.")
 
 
 @task(

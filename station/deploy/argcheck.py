@@ -62,10 +62,23 @@ def parser_image(engine: docker.DockerClient, recipe: Recipe, console: Console) 
     return tag
 
 
-def check(labelled: list[tuple[str, Recipe]], console: Console) -> tuple[str, list[Verdict]]:
-    """Parse every recipe's argv; returns the parser image used and a verdict per recipe."""
+def check(labelled: list[tuple[str, Recipe]], console: Console) -> list[tuple[str, list[Verdict]]]:
+    """Parse every recipe's argv, one container run per parser image (one per vLLM release); returns each parser
+    image used with the verdicts on the recipes it parsed, in their order."""
     engine = images.client()
-    image = parser_image(engine, labelled[0][1], console)
+    parsers: dict[tuple[str, str], str] = {}  # (the recipe's image, its release) → the parser image
+    groups: dict[str, list[tuple[str, Recipe]]] = {}
+    for label, recipe in labelled:
+        pinned = (recipe.engine.image, release(recipe))
+        if pinned not in parsers:
+            parsers[pinned] = parser_image(engine, recipe, console)
+        groups.setdefault(parsers[pinned], []).append((label, recipe))
+    return [(image, _parse(engine, image, group, console)) for image, group in groups.items()]
+
+
+def _parse(
+    engine: docker.DockerClient, image: str, labelled: list[tuple[str, Recipe]], console: Console
+) -> list[Verdict]:
     checks = [{"label": label, "argv": render.serve_argv(recipe)} for label, recipe in labelled]
     verdicts = []
     with console.status(f"Parsing {len(checks)} argument list(s) with vLLM in {image}"):
@@ -75,7 +88,7 @@ def check(labelled: list[tuple[str, Recipe]], console: Console) -> tuple[str, li
             if len(parsed) != len(batch):
                 raise StationError(f"vLLM's parser in {image} did not run:\n{output[-2000:]}", "see its output above")
             verdicts += parsed
-    return image, verdicts
+    return verdicts
 
 
 def batches(checks: list[dict], limit: int = MAX_ARGUMENT_BYTES) -> list[list[dict]]:
@@ -100,8 +113,8 @@ def _run_script(engine: docker.DockerClient, image: str, checks: str) -> str:
         container.remove(force=True)
 
 
-def require_valid(verdicts: list[Verdict], image: str) -> None:
-    rejected = [verdict for verdict in verdicts if not verdict.ok]
+def require_valid(checked: list[tuple[str, list[Verdict]]]) -> None:
+    rejected = [(image, verdict) for image, verdicts in checked for verdict in verdicts if not verdict.ok]
     if rejected:
-        lines = "\n".join(f"  - {verdict.describe()}" for verdict in rejected)
-        raise StationError(f"vLLM in {image} rejects the recipe's arguments:\n{lines}", "fix engine.args in the recipe")
+        lines = "\n".join(f"  - {verdict.describe()} (vLLM in {image})" for image, verdict in rejected)
+        raise StationError(f"vLLM rejects the recipe's arguments:\n{lines}", "fix engine.args in the recipe")

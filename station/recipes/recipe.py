@@ -448,6 +448,18 @@ def load_labelled(name_or_path: str) -> list[tuple[str, Recipe]]:
     return [(ladder.label(index), ladder.recipe(index)) for index in range(len(ladder.steps))]
 
 
+def load_all_labelled(names_or_paths: list[str]) -> list[tuple[str, Recipe]]:
+    """Every recipe the files define, labelled; where there are several files, each label names its file as given
+    (a ladder's: the file, then the step)."""
+    if len(names_or_paths) == 1:
+        return load_labelled(names_or_paths[0])
+    return [
+        (name if label == chosen.name else f"{name} {label}", chosen)
+        for name in names_or_paths
+        for label, chosen in load_labelled(name)
+    ]
+
+
 def format_errors(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():

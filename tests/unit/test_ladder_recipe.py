@@ -147,6 +147,15 @@ def test_labelled_recipes_name_each_step() -> None:
     assert [label for label, _ in recipe.load_labelled("cpu-smoke")] == ["cpu-smoke"]
 
 
+def test_recipes_of_several_files_are_each_labelled_with_the_file_as_given(tmp_path) -> None:
+    (mine := tmp_path / "mine.yml").write_text("extends: cpu-smoke\n")
+    labels = [label for label, _ in recipe.load_all_labelled([str(mine), "cpu-smoke", "cpu-ladder"])]
+    assert labels[:2] == [str(mine), "cpu-smoke"]  # not "cpu-smoke" twice: mine.yml inherits that name
+    assert labels[2] == "cpu-ladder step 0 (vLLM defaults, eager (the checkpoint's bfloat16, 256 sequences))"
+    assert len(labels) == 2 + len(recipe.load_ladder("cpu-ladder").steps)
+    assert recipe.load_all_labelled(["cpu-ladder"]) == recipe.load_labelled("cpu-ladder")
+
+
 @pytest.mark.parametrize("name", [GB300, RELEASE, "nemotron-3.5-super-vl-h100-h200", "nemotron-3.5-super-vl-b200"])
 def test_every_nemotron_step_serves_agents_with_vllms_nemotron_parsers(name: str) -> None:
     ladder = recipe.load_ladder(name)

@@ -167,3 +167,15 @@ def test_argument_checks_are_split_to_fit_one_command_line_argument() -> None:
     grouped = argcheck.batches(checks)
     assert [check for batch in grouped for check in batch] == checks
     assert len(grouped) > 1 and all(len(json.dumps(batch)) <= argcheck.MAX_ARGUMENT_BYTES for batch in grouped)
+
+
+def test_rejected_arguments_are_each_named_with_the_parser_that_refused_them() -> None:
+    from station.deploy import argcheck
+
+    accepted = argcheck.Verdict(label="a", ok=True)
+    refused = argcheck.Verdict(label="b step 1", ok=False, flag="--x", error="unrecognized argument", suggestion="--y")
+    argcheck.require_valid([("one:1", [accepted]), ("two:2", [accepted])])
+    with pytest.raises(StationError) as raised:
+        argcheck.require_valid([("one:1", [accepted]), ("two:2", [refused])])
+    assert "  - b step 1: --x: unrecognized argument; nearest valid spelling: --y (vLLM in two:2)" in str(raised.value)
+    assert "one:1" not in str(raised.value)

@@ -6,6 +6,7 @@ host's lock: these run beside either deployment's tests."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 import yaml
@@ -15,18 +16,25 @@ from station import paths
 from station.deploy import argcheck
 from station.recipes import recipe
 from station.tune import space as spaces
-from tests.integration.conftest import invoke, succeeded
+from tests.integration.conftest import Invocation, invoke, succeeded
 
 SHIPPED_LADDERS = [name for name in recipe.available() if name.startswith("nemotron-")]
 # vLLM releases whose parser this controller holds (a CPU build of the same release); others are checked on the host.
 CHECKABLE_HERE = [name for name in SHIPPED_LADDERS if argcheck.release(recipe.load(name)) in argcheck.PARSER_IMAGES]
 
 
+@pytest.fixture(scope="module")
+def shipped_ladders_checked() -> Invocation:
+    """One check-recipe of every shipped ladder this controller holds the parser of: one run of that parser for all."""
+    return succeeded(invoke("check-recipe", "--recipe", ",".join(CHECKABLE_HERE)))
+
+
 @pytest.mark.parametrize("name", CHECKABLE_HERE)
-def test_every_nemotron_step_parses_with_the_pinned_vllm_parser(name: str) -> None:
-    run = succeeded(invoke("check-recipe", "--recipe", name))
+def test_every_nemotron_step_parses_with_the_pinned_vllm_parser(name: str, shipped_ladders_checked) -> None:
+    run = shipped_ladders_checked
     steps = len(recipe.load_ladder(name).steps)
-    assert run.output.count("  ok  step ") == steps, run.output
+    named = f"{name} " if len(CHECKABLE_HERE) > 1 else ""  # one recipe's steps are not labelled with its name
+    assert run.output.count(f"  ok  {named}step ") == steps, run.output
     assert "accepts every argument" in run.output
 
 
@@ -38,44 +46,68 @@ def test_a_ladder_of_a_release_with_no_parser_here_is_sent_to_its_host(name: str
     assert "invoke check-recipe --host H" in refused.output and "Traceback" not in refused.output
 
 
-@pytest.mark.parametrize(
-    ("space_name", "base"), [("cpu-agentic", "cpu-smoke"), ("gpu-agentic", "nemotron-3.5-super-vl-gb300")]
-)
-def test_every_configuration_of_a_shipped_space_parses_with_the_pinned_vllm(space_name, base) -> None:
-    searched = spaces.load(space_name)
-    names = list(searched.flags)
-    grid = itertools.product(*(searched.flags[name].choices for name in names))
-    labelled = [
-        (f"{space_name} {index}", spaces.candidate(recipe.load(base), dict(zip(names, values, strict=True)), "c"))
-        for index, values in enumerate(grid)
-    ]
-    _, verdicts = argcheck.check(labelled, Console(quiet=True))
-    assert [v.describe() for v in verdicts if not v.ok] == []
+SHIPPED_SPACES = [("cpu-agentic", "cpu-smoke"), ("gpu-agentic", "nemotron-3.5-super-vl-gb300")]
 
 
-def _refused(path, *expected: str) -> None:
-    run = invoke("check-recipe", "--recipe", str(path))
+@pytest.fixture(scope="module")
+def shipped_spaces_checked() -> list[argcheck.Verdict]:
+    """Every configuration of every shipped search space, on its base recipe, through one check."""
+    labelled = []
+    for space_name, base in SHIPPED_SPACES:
+        searched = spaces.load(space_name)
+        names = list(searched.flags)
+        grid = itertools.product(*(searched.flags[name].choices for name in names))
+        labelled += [
+            (f"{space_name} {index}", spaces.candidate(recipe.load(base), dict(zip(names, values, strict=True)), "c"))
+            for index, values in enumerate(grid)
+        ]
+    return [verdict for _, verdicts in argcheck.check(labelled, Console(quiet=True)) for verdict in verdicts]
+
+
+@pytest.mark.parametrize(("space_name", "base"), SHIPPED_SPACES)
+def test_every_configuration_of_a_shipped_space_parses_with_the_pinned_vllm(
+    space_name, base, shipped_spaces_checked
+) -> None:
+    mine = [verdict for verdict in shipped_spaces_checked if verdict.label.startswith(f"{space_name} ")]
+    assert len(mine) == spaces.load(space_name).size
+    assert [verdict.describe() for verdict in mine if not verdict.ok] == []
+
+
+@pytest.fixture(scope="module")
+def broken_recipes_checked(tmp_path_factory) -> tuple[Invocation, Path, Path]:
+    """One check-recipe of two broken files: a ladder step with a misspelt flag, a recipe with a tool parser this
+    vLLM lacks."""
+    folder = tmp_path_factory.mktemp("broken")
+    ladder = yaml.safe_load((paths.RECIPES / "cpu-ladder.yml").read_text())
+    ladder["steps"][3]["args"] = {"async-schedulng": True}
+    (misspelt := folder / "ladder.yml").write_text(yaml.safe_dump(ladder))
+    typo = folder / "typo.yml"
+    typo.write_text(yaml.safe_dump({"extends": "cpu-smoke", "engine": {"args": {"tool-call-parser": "hermess"}}}))
+    run = invoke("check-recipe", "--recipe", f"{misspelt},{typo}")
     assert run.returncode == 1 and "Traceback" not in run.output, run.output
-    for text in expected:
+    return run, misspelt, typo
+
+
+def test_a_misspelt_flag_of_a_ladder_step_is_named_with_its_nearest_spelling(broken_recipes_checked) -> None:
+    run, misspelt, _ = broken_recipes_checked
+    for text in (
+        f"rejected  {misspelt} step 3 (async scheduling): --async-schedulng: unrecognized argument",
+        "nearest valid spelling: --async-scheduling",
+    ):
+        assert text in run.output, run.output
+    # each step adds its switches to the steps before it: from step 3 on, every step carries the misspelt flag
+    assert run.output.count(f"  ok  {misspelt} step ") == 3, run.output
+    assert run.output.count(f"  rejected  {misspelt} step ") == len(ladder_steps(misspelt)) - 3, run.output
+
+
+def test_a_tool_parser_this_vllm_lacks_is_named_with_its_nearest_spelling(broken_recipes_checked) -> None:
+    run, _, typo = broken_recipes_checked
+    for text in (
+        f"rejected  {typo}: --tool-call-parser: 'hermess' is not one of this vLLM's tool-call-parsers",
+        "nearest valid spelling: hermes",
+    ):
         assert text in run.output, run.output
 
 
-def test_a_misspelt_flag_of_a_ladder_step_is_named_with_its_nearest_spelling(tmp_path) -> None:
-    ladder = yaml.safe_load((paths.RECIPES / "cpu-ladder.yml").read_text())
-    ladder["steps"][3]["args"] = {"async-schedulng": True}
-    (path := tmp_path / "ladder.yml").write_text(yaml.safe_dump(ladder))
-    _refused(
-        path,
-        "rejected  step 3 (async scheduling): --async-schedulng: unrecognized argument",
-        "nearest valid spelling: --async-scheduling",
-    )
-
-
-def test_a_tool_parser_this_vllm_lacks_is_named_with_its_nearest_spelling(tmp_path) -> None:
-    path = tmp_path / "typo.yml"
-    path.write_text(yaml.safe_dump({"extends": "cpu-smoke", "engine": {"args": {"tool-call-parser": "hermess"}}}))
-    _refused(
-        path,
-        "--tool-call-parser: 'hermess' is not one of this vLLM's tool-call-parsers",
-        "nearest valid spelling: hermes",
-    )
+def ladder_steps(path: Path) -> list:
+    return yaml.safe_load(path.read_text())["steps"]
