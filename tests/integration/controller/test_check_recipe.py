@@ -97,7 +97,9 @@ def test_a_misspelt_flag_of_a_ladder_step_is_named_with_its_nearest_spelling(bro
         assert text in run.output, run.output
     # each step adds its switches to the steps before it: from step 3 on, every step carries the misspelt flag
     assert run.output.count(f"  ok  {misspelt} step ") == 3, run.output
-    assert run.output.count(f"  rejected  {misspelt} step ") == len(ladder_steps(misspelt)) - 3, run.output
+    assert run.output.count(f"  rejected  {misspelt} step ") == len(recipe.load_ladder(str(misspelt)).steps) - 3, (
+        run.output
+    )
 
 
 def test_a_tool_parser_this_vllm_lacks_is_named_with_its_nearest_spelling(broken_recipes_checked) -> None:
@@ -107,7 +109,3 @@ def test_a_tool_parser_this_vllm_lacks_is_named_with_its_nearest_spelling(broken
         "nearest valid spelling: hermes",
     ):
         assert text in run.output, run.output
-
-
-def ladder_steps(path: Path) -> list:
-    return yaml.safe_load(path.read_text())["steps"]
