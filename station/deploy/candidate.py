@@ -11,7 +11,7 @@ candidate answers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,7 +19,6 @@ from rich.console import Console
 
 from station.deploy import inventory, playbook
 from station.deploy.playbook import PlaybookResult
-from station.errors import StationError
 from station.recipes import render
 from station.recipes.recipe import Recipe
 
@@ -64,19 +63,22 @@ def remove(host: str, console: Console) -> PlaybookResult:
 
 
 @contextmanager
-def held_back(host: str, recipe: Recipe, console: Console) -> Iterator[None]:
-    """The recipe's engine beside the live one for as long as the block runs, removed however it ends."""
-    try:
+def held_back(host: str, console: Console) -> Iterator[Callable[[Recipe], None]]:
+    """A place beside the live engine for as long as the block runs: each recipe given to the function it yields is
+    started there in place of the one it held (one playbook, where removing it first took another), and whatever it
+    holds is removed however the block ends. A recipe that fails to start is removed by the role, and raises."""
+    used = False
+
+    def hold(recipe: Recipe) -> None:
+        nonlocal used
+        used = True
         start(host, recipe, console)
-    except StationError:
-        raise  # the role already removed the candidate that failed to start
-    except BaseException:  # interrupted while starting: whatever started goes
-        remove(host, console)
-        raise
+
     try:
-        yield
+        yield hold
     finally:
-        remove(host, console)
+        if used:
+            remove(host, console)
 
 
 def _drive(host: str, action: str, console: Console, engine_vars: dict[str, Any]) -> PlaybookResult:

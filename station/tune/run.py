@@ -11,6 +11,7 @@ from rich.console import Console
 from station import paths
 from station.bench import capture
 from station.deploy import actions, inventory
+from station.deploy.candidate import held_back
 from station.errors import StationError
 from station.recipes import profiles, render
 from station.recipes import recipe as recipes
@@ -75,21 +76,23 @@ def tune(
         console.print(f"Resuming tune {run.tune_id}: run the same command with --fresh to start over")
     run.save()
 
-    def measure(recipe: Recipe, values: dict, out: Path) -> Measurement:
-        return measure_held_back(host, recipe, values, profile, out, console)
+    with held_back(host, console) as hold:
 
-    found = search.search(run, base, measure, console)
-    console.print(report.console_table(run, found))
-    top = search.best(run, found)
-    if top is None:
-        console.print(f"No trial met the constraints ({run.space.describe_constraints()}).")
-    else:
-        values = search.measurement(top).values
-        run.best_trial = top.number
-        best = candidate(base, values, f"{base.name}-trial{top.number}")
-        run.verdict = search.interleave(run, base, best, values, measure, console)
-        if run.verdict.beats:
-            run.winner = str(write_winner(run, values).relative_to(paths.RESULTS))
+        def measure(recipe: Recipe, values: dict, out: Path) -> Measurement:
+            return measure_held_back(host, recipe, values, profile, out, console, hold)
+
+        found = search.search(run, base, measure, console)
+        console.print(report.console_table(run, found))
+        top = search.best(run, found)
+        if top is None:
+            console.print(f"No trial met the constraints ({run.space.describe_constraints()}).")
+        else:
+            values = search.measurement(top).values
+            run.best_trial = top.number
+            best = candidate(base, values, f"{base.name}-trial{top.number}")
+            run.verdict = search.interleave(run, base, best, values, measure, console)
+            if run.verdict.beats:
+                run.winner = str(write_winner(run, values).relative_to(paths.RESULTS))
     run.finished = datetime.now(UTC).isoformat(timespec="seconds")
     run.save()
     report.write(run, found)

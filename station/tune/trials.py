@@ -2,13 +2,15 @@
 
 The live engine keeps serving, untouched: the candidate runs in the
 candidate's container (on CPU hosts, on cores of its own), the router never
-sends to it, and the replay talks to it directly. It is removed afterwards,
-whatever happened.
+sends to it, and the replay talks to it directly. The next configuration
+replaces it there; the last is removed when the tune ends, however it ends
+(station.deploy.candidate.held_back).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from rich.console import Console
 
 from station.bench import agentic, measure
 from station.bench.agentic import AgenticMetrics
-from station.deploy import candidate, keys
+from station.deploy import keys
 from station.errors import StationError
 from station.recipes.profiles import AgenticProfile
 from station.recipes.recipe import Recipe
@@ -42,15 +44,22 @@ class Measurement(BaseModel):
 
 
 def measure_held_back(
-    host: str, recipe: Recipe, values: dict[str, Any], profile: AgenticProfile, out: Path, console: Console
+    host: str,
+    recipe: Recipe,
+    values: dict[str, Any],
+    profile: AgenticProfile,
+    out: Path,
+    console: Console,
+    hold: Callable[[Recipe], None],
 ) -> Measurement:
-    """`recipe` held back on the host and measured with `profile`; its failure to serve is recorded, not raised."""
+    """`recipe` held back on the host (`hold` starts it there) and measured with `profile`; its failure to serve is
+    recorded, not raised."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     keys.api_key(host)  # no key, no deployment: refused before any trial starts
     try:
-        with candidate.held_back(host, recipe, console):
-            metrics = measure.replay(host, profile, recipe, out, console)
+        hold(recipe)
+        metrics = measure.replay(host, profile, recipe, out, console)
     except StationError as refused:
         (out / "error.txt").write_text(f"{refused}\n")
         return Measurement(

@@ -27,7 +27,6 @@ from station.errors import StationError
 from tests.conftest import FIXTURES, ansible_module
 
 ROLES = sorted(p.name for p in (paths.ANSIBLE / "roles").iterdir() if p.is_dir())
-PLAYBOOKS = sorted((paths.ANSIBLE / "playbooks").glob("*.yml"))
 
 
 def _ansible(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -42,13 +41,9 @@ def _ansible(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ansible_lint_production_profile_passes() -> None:
+    """Its syntax-check rule, which no profile skips, runs `ansible-playbook --syntax-check` on every playbook and
+    names the one that fails."""
     result = _ansible("ansible-lint", "--profile", "production", "--nocolor")
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-@pytest.mark.parametrize("path", PLAYBOOKS, ids=lambda p: p.name)
-def test_playbook_syntax(path: Path) -> None:
-    result = _ansible("ansible-playbook", "--syntax-check", str(path))
     assert result.returncode == 0, result.stdout + result.stderr
 
 

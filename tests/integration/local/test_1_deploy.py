@@ -25,6 +25,7 @@ from tests.integration.conftest import (
     PROMETHEUS,
     PROMETHEUS_URL,
     ROUTER,
+    Invocation,
     cpu_dtype,
     engine_argv,
     engine_target_up,
@@ -267,18 +268,6 @@ def test_prometheus_keeps_samples_bounded_by_time_and_by_size(docker_client, fir
     assert "--storage.tsdb.retention.time=15d" in command and "--storage.tsdb.retention.size=10GB" in command
 
 
-def test_second_deploy_changes_nothing(engine) -> None:
-    again = succeeded(invoke("deploy", "--host", "local"))
-    print(f"second deploy took {again.seconds:.1f} s")
-    assert "Ansible changed=0" in again.output, [line for line in again.output.splitlines() if "changed" in line]
-    assert "changed " not in again.output.split("Deployed")[0]
-    assert "DeprecationWarning" not in again.output  # cryptography's DSA one was printed by every run
-    (log,) = sorted(paths.LOGS.glob("*-deploy-local.log"))[-1:]
-    parsed = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
-    parser = "vllm_server : Parse the engine arguments with the image's own vLLM"
-    assert [e["event"] for e in parsed if e.get("task") == parser] == ["skipped"]  # this image accepted them before
-
-
 def test_status_shows_the_containers_and_the_scrape_target(first_deploy) -> None:
     wait_for(engine_target_up, 60, "the vllm target to be up")
     shown = succeeded(invoke("status", "--host", "local")).output
@@ -297,17 +286,32 @@ def test_status_of_a_group_shows_each_host_and_names_the_one_that_cannot_answer(
     assert "error: status failed on gone:\ngone is unreachable: " in run.output
 
 
-def test_deploy_of_a_group_deploys_each_host_it_reaches_and_names_the_one_it_cannot(first_deploy, tmp_path) -> None:
-    """The hosts deploy at once; local (deployed already) is reported unchanged, and the unreachable one fails the
-    command, by name."""
+@pytest.fixture(scope="module")
+def second_deploy(first_deploy, tmp_path_factory) -> Invocation:
+    """A second deploy of local, in a group with a host it cannot reach: the hosts deploy at once, local deployed
+    already, the other failing the command."""
     fleet = {"local": {}, "gone": {"ansible_host": "127.0.0.1", "ansible_port": 1}}
-    run = invoke("deploy", "--host", "fleet", "--no-agent-check", env=extra_inventory(tmp_path, fleet, group="fleet"))
+    env = extra_inventory(tmp_path_factory.mktemp("group"), fleet, group="fleet")
+    run = invoke("deploy", "--host", "fleet", "--no-agent-check", env=env)
     print(f"\nthe deploy of local and gone failed on gone after {run.seconds:.0f} s")
-    assert run.returncode == 1, run.output
-    local = host_section(run.output, "deploy", "local")
-    assert "Deployed cpu-smoke on local" in local and "Ansible changed=0" in local, run.output
-    assert "gone is unreachable" in host_section(run.output, "deploy", "gone")
-    assert "error: deploy failed on gone:\ngone is unreachable: " in run.output
+    return run
+
+
+def test_second_deploy_changes_nothing(second_deploy) -> None:
+    local = host_section(second_deploy.output, "deploy", "local")
+    assert "Deployed cpu-smoke on local" in local and "Ansible changed=0" in local, second_deploy.output
+    assert "changed " not in local.split("Deployed")[0]
+    assert "DeprecationWarning" not in second_deploy.output  # cryptography's DSA one was printed by every run
+    (log,) = sorted(paths.LOGS.glob("*-deploy-local.log"))[-1:]
+    parsed = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    parser = "vllm_server : Parse the engine arguments with the image's own vLLM"
+    assert [e["event"] for e in parsed if e.get("task") == parser] == ["skipped"]  # this image accepted them before
+
+
+def test_deploy_of_a_group_deploys_each_host_it_reaches_and_names_the_one_it_cannot(second_deploy) -> None:
+    assert second_deploy.returncode == 1, second_deploy.output
+    assert "gone is unreachable" in host_section(second_deploy.output, "deploy", "gone")
+    assert "error: deploy failed on gone:\ngone is unreachable: " in second_deploy.output
 
 
 def test_status_looks_up_the_containers_the_roles_name(first_deploy, tmp_path) -> None:
