@@ -1,7 +1,8 @@
-"""Vision input end to end: cpu-vision (the tiny vision-language model) deployed over what the local host serves, as
-a candidate that must pass agent-check's screenshot before it takes the traffic; then a screenshot and a broken image
-sent through the router as an agent sends them. Before `another_key`, whose deploy replaces the deployment whole.
-A text-only recipe refusing an image is agent-check's row on cpu-smoke (test_1_agents.py)."""
+"""Vision input end to end: cpu-vision (the tiny vision-language model) deployed in place over what the local host
+serves (one engine start: a candidate's gate, agent-check before any traffic, is test_1_agents.py's and
+test_3_promote.py's), agent-check's screenshot passing through the router; then a screenshot and a broken image sent
+through the router as an agent sends them. Before `another_key`, whose deploy replaces the deployment whole. A
+text-only recipe refusing an image is agent-check's row on cpu-smoke (test_1_agents.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def vision() -> recipe.Recipe:
 
 @pytest.fixture(scope="module")
 def deployed(first_deploy) -> Invocation:
-    return succeeded(invoke("deploy", "--host", HOST, "--recipe", "cpu-vision"))
+    return succeeded(invoke("deploy", "--host", HOST, "--recipe", "cpu-vision", "--in-place"))
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +32,9 @@ def client(api_key) -> openai.OpenAI:
 
 
 @pytest.mark.parametrize("capability", ["screenshot, streamed", "broken image refused"])
-def test_the_vision_candidate_passed_agent_checks_images_before_it_took_over(deployed, capability) -> None:
-    checked = agent_check_rows(
-        deployed.output, capability
-    )  # on the candidate, then through the router once it took over
-    assert len(checked) == 2 and all("│ pass " in line for line in checked), deployed.output
+def test_agent_check_sends_the_vision_model_images_through_the_router(deployed, capability) -> None:
+    (checked,) = agent_check_rows(deployed.output, capability)
+    assert "│ pass " in checked, deployed.output
     assert "image to a text-only model refused" not in deployed.output
     assert "Deployed cpu-vision on local" in deployed.output
 

@@ -276,7 +276,9 @@ def test_a_host_without_room_for_an_image_is_refused_before_any_copy(deployed_on
     assert "Nothing was copied" in refused.output and "Traceback" not in refused.output
     assert sim_host.run(f"docker image inspect {smallest}").rc != 0
 
-    succeeded(invoke("deploy", "--host", "sim"))
+    # The next command that delivers the bundle loads it again: check-recipe does, as deploy would
+    restored = succeeded(invoke("check-recipe", "--host", "sim"))
+    assert "changed offline_bundle : Load the image into the host's Docker engine" in restored.output
     assert sim_host.run(f"docker image inspect {smallest}").rc == 0
 
 
