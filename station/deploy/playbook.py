@@ -83,9 +83,9 @@ def ansible_env() -> dict[str, str]:
             "ANSIBLE_STDOUT_CALLBACK": "station_events",
             "ANSIBLE_STRATEGY_PLUGINS": _strategy_plugins(),
             "ANSIBLE_STRATEGY": strategy,
-            "STATION_BYTECODE_DIR": str(
-                paths.CACHE / "ansible-bytecode"
-            ),  # ansible/plugins/callback/station_bytecode.py
+            # ansible/plugins/callback/station_bytecode.py and station_payloads.py
+            "STATION_BYTECODE_DIR": str(paths.CACHE / "ansible-bytecode"),
+            "STATION_PAYLOAD_DIR": str(paths.CACHE / "ansible-payloads"),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",
             "PYTHONWARNINGS": warnings,

@@ -6,9 +6,12 @@ import ast
 import functools
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -525,19 +528,45 @@ def test_mitogen_waits_longer_for_a_local_host_than_its_default() -> None:
     assert float(shown.stdout) == 120
 
 
-def test_modules_run_from_bytecode_sent_with_them_and_compiled_once_per_controller(tmp_path, monkeypatch) -> None:
+def test_modules_run_from_bytecode_in_payloads_built_once_per_controller_and_again_once_a_source_changes(
+    tmp_path, monkeypatch
+) -> None:
+    """station_bytecode compiles each source once per controller; station_payloads keeps each payload for later runs,
+    in a folder named by the sources payloads are built from."""
     monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
     monkeypatch.setattr(paths, "STATE", tmp_path / "state")
     monkeypatch.setattr(paths, "CACHE", tmp_path / "state" / "cache")
+    shutil.copytree(FIXTURES / "playbooks", tmp_path / "playbooks")
+    module = tmp_path / "playbooks" / "library" / "station_imported_from.py"
 
-    def compiled() -> dict[Path, int]:
-        return {pyc: pyc.stat().st_mtime_ns for pyc in (paths.CACHE / "ansible-bytecode").rglob("*.pyc")}
+    def run() -> dict[Path, int]:
+        """Each compiled file and each payload, with when it was written."""
+        playbook.run_file(tmp_path / "playbooks" / "bytecode.yml", "local", {}, Console(record=True))
+        built = [*(paths.CACHE / "ansible-bytecode").rglob("*.pyc"), *(paths.CACHE / "ansible-payloads").glob("*/*")]
+        return {path: path.stat().st_mtime_ns for path in built if not path.name.endswith(".lock")}
 
-    playbook.run_file(FIXTURES / "playbooks" / "bytecode.yml", "local", {}, Console(record=True))
-    first = compiled()
+    first = run()
     assert len(first) > 10  # the module and each module_utils file it imports
-    playbook.run_file(FIXTURES / "playbooks" / "bytecode.yml", "local", {}, Console(record=True))
-    assert compiled() == first  # read back, not compiled again
+    assert {path.parent.name for path in first if path.name.startswith("ansible.legacy.station_imported_from-")}
+    assert run() == first  # read back, not compiled or built again
+    module.write_text(module.read_text() + "\n# changed\n")
+    rebuilt = [path for path in run().keys() - first.keys() if path.suffix != ".pyc"]
+    assert {path.parent for path in rebuilt}.isdisjoint(path.parent for path in first)  # a folder of their own
+    assert any(path.name.startswith("ansible.legacy.station_imported_from-") for path in rebuilt)
+
+
+def test_payload_folders_no_run_used_for_a_month_are_removed(tmp_path, monkeypatch) -> None:
+    plugin = ansible_module("plugins/callback/station_payloads.py")
+    monkeypatch.setattr(plugin, "key", lambda: "current")
+    cache, run_tmp = tmp_path / "payloads", tmp_path / "ansible-local-1"
+    for name, days in (("stale", 31), ("recent", 29)):
+        (cache / name).mkdir(parents=True)
+        (cache / name / "ansible.modules.stat-ZIP_DEFLATED-none").write_bytes(b"payload")
+        os.utime(cache / name, (time.time() - days * 86400,) * 2)
+    run_tmp.mkdir()
+    folder = plugin.keep_payloads(cache, run_tmp)
+    assert sorted(path.name for path in cache.iterdir()) == ["current", "recent"]
+    assert (run_tmp / "ansiballz_cache").resolve() == folder == cache / "current"
 
 
 @pytest.mark.parametrize(
