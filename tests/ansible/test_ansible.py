@@ -8,13 +8,16 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import uuid
 import zipfile
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import docker
@@ -237,6 +240,55 @@ def test_in_flight_counts_requests_running_and_waiting_only() -> None:
     )
     assert _filters().in_flight(metrics) == 3.0
     assert _filters().in_flight("") == 0
+
+
+class EngineLike(BaseHTTPRequestHandler):
+    """200 at /health, and at /readiness with the key k1 only (as the router's gate); 401 elsewhere. HTTP/1.0, as
+    the health check asks."""
+
+    def do_GET(self) -> None:
+        keyed = self.headers.get("Authorization") == "Bearer k1"
+        self.send_response(200 if self.path == "/health" or (self.path == "/readiness" and keyed) else 401)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def engine_like_port() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EngineLike)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def run_health_check(port: int, path: str, key_variable: str = "", key: str = "") -> int:
+    test = _filters().health_check(port, path, key_variable)
+    assert test[:5] == ["CMD", "python3", "-I", "-S", "-c"]  # no site-packages: the container's python3 as it is
+    env = {key_variable: key} if key_variable else {}
+    return subprocess.run([sys.executable, *test[2:]], env=env, capture_output=True, timeout=30).returncode
+
+
+@pytest.mark.parametrize(
+    ("path", "key_variable", "key", "healthy"),
+    [
+        ("/health", "", "", True),
+        ("/readiness", "STATION_API_KEY", "k1", True),
+        ("/readiness", "STATION_API_KEY", "k2", False),  # the gate refused the key
+        ("/readiness", "", "", False),
+        ("/elsewhere", "", "", False),
+    ],
+)
+def test_a_health_check_is_healthy_on_a_200_only(engine_like_port, path, key_variable, key, healthy) -> None:
+    assert (run_health_check(engine_like_port, path, key_variable, key) == 0) == healthy
+
+
+def test_a_health_check_fails_where_nothing_listens() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    assert run_health_check(port, "/health") != 0
 
 
 def test_a_fleets_engines_are_reached_on_their_private_address_and_the_fleets_port() -> None:

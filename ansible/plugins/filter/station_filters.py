@@ -33,6 +33,20 @@ def fleet_scrape_targets(hosts: list[str], hostvars: Any, ports: dict[str, int])
     }
 
 
+def health_check(port: int, path: str, key_variable: str = "") -> list[str]:
+    """A container's Docker health check: GET `path` on its own loopback, healthy on status 200, with the API key from
+    the environment variable `key_variable` where one is named. Docker runs it every few seconds for as long as the
+    container lives, so it imports sockets only, without site-packages (`-I -S`): a third of the CPU urllib took."""
+    key = f"'Authorization: Bearer ' + os.environ['{key_variable}'] + '\\r\\n' + " if key_variable else ""
+    probe = (
+        f"import os, socket; c = socket.create_connection(('127.0.0.1', {int(port)}), timeout=3); "
+        f"c.sendall(('GET {path} HTTP/1.0\\r\\n' + {key}'\\r\\n').encode()); "
+        "answer = b''.join(iter(lambda: c.recv(65536), b'')); "
+        "raise SystemExit(answer.split(b' ', 2)[1:2] != [b'200'])"
+    )
+    return ["CMD", "python3", "-I", "-S", "-c", probe]
+
+
 IN_FLIGHT = re.compile(r"^vllm:num_requests_(?:running|waiting)\{[^}]*\} (\S+)$", re.MULTILINE)
 
 
@@ -166,6 +180,7 @@ class FilterModule:
             "station_fleet_engine_urls": fleet_engine_urls,
             "station_fleet_scrape_targets": fleet_scrape_targets,
             "station_in_flight": in_flight,
+            "station_health_check": health_check,
             "station_flag_value": flag_value,
             "station_container_summary": container_summary,
             "station_docker_known": docker_known,

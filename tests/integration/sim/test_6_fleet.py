@@ -139,6 +139,15 @@ def in_flight(name: str) -> float:
     )
 
 
+def router_view() -> str:
+    """sim's router's own view of each engine (healthy, requests running, requests sent), from its metrics."""
+    container = inventory.setting(inventory.host_vars("sim"), "vllm_router", "vllm_router_container_name")
+    url = f"http://127.0.0.1:{inventory.role_var('vllm_router', '_vllm_router_metrics_port')}/metrics"
+    metrics = sim_root(f'docker exec {container} python3 -c "{READ_URL}" {url}').stdout
+    wanted = ("vllm_router_worker_health", "vllm_router_running_requests", "vllm_router_processed_requests_total")
+    return "\n".join(line for line in metrics.splitlines() if line.startswith(wanted))
+
+
 def fleet_panel(title: str) -> str:
     """The first query of a serving dashboard panel, for every host over the last 5 minutes."""
     (panel,) = (panel for panel in dashboards.SERVING if panel.title == title)
@@ -345,7 +354,12 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     )
     with ThreadPoolExecutor(1) as pool:
         benchmark = pool.submit(fleet_bench, recipe)
-        wait_for(lambda: in_flight("sim2") >= 4, 300, "sim2's engine to serve the fleet's benchmark")
+        # Two of the client's 16 at once, not half: in a CI run sim2 did not hold 4 at once in 5 minutes.
+        try:
+            wait_for(lambda: benchmark.done() or in_flight("sim2") >= 2, 300, "sim2's engine to serve the benchmark")
+        except pytest.fail.Exception as waited:
+            pytest.fail(f"{waited}; sim's router:\n{router_view()}")
+        assert not benchmark.done(), f"the benchmark ended before sim2 served 2 at once; sim's router:\n{router_view()}"
         serving = in_flight("sim2")
         assert sim_root(f"docker stop {engine}", "sim2").returncode == 0
         stopped = time.monotonic()
@@ -356,7 +370,7 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     failed = record.metrics.failed
     print(f"{failed} of {record.metrics.completed + failed} requests failed; sim2 was serving {serving:.0f}")
     assert "Completed / failed" in run.output and (run.returncode == 1) == (failed > 0)  # a failure is no measurement
-    assert record.metrics.completed + failed == 48
+    assert record.metrics.completed + failed == 2 * 24  # the benchmark's prompts for each of the 2 hosts
     # At most what was in flight when the engine stopped: the client never has more than its concurrency in flight,
     # and the router sends the lost host's new requests (refused) to sim's engine.
     assert failed <= record.metrics.max_concurrency
