@@ -133,6 +133,11 @@ def aiperf_args(profile: AgenticProfile, recipe: Recipe, base_url: str, out: Pat
         "--request-timeout-seconds", str(profile.timeout_s),
         "--output-artifact-dir", str(out),
         "--ui-type", "none",
+        # station reads the engines' own counters and the host's GPUs; AIPerf's optional collectors of both (the
+        # endpoint's /metrics, a DCGM exporter on this machine) only cost CPU, and under load one that misses its
+        # heartbeats is dropped and the whole run reported as degraded (exit 1)
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
     ]  # fmt: skip
     if recipe.model.source == "hub" and recipe.model.revision:
         args += ["--tokenizer-revision", recipe.model.revision]

@@ -83,6 +83,7 @@ def test_aiperf_replays_the_profile_with_the_models_tokenizer_and_server_counts(
     assert pairs["--conversation-num"] == pairs["--concurrency"] == "8"
     assert pairs["--conversation-turn-mean"] == "3" and pairs["--shared-system-prompt-length"] == "1024"
     assert "--use-server-token-count" in args and "--streaming" in args
+    assert "--no-server-metrics" in args and "--no-gpu-telemetry" in args  # station measures both itself
     assert "--api-key" not in args  # passed through the environment, never on a command line
     assert pairs["--random-seed"] == "0"
     reseeded = agentic.aiperf_args(profile.model_copy(update={"seed": 7}), recipe.load("cpu-smoke"), "u", tmp_path)

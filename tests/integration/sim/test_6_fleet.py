@@ -343,9 +343,11 @@ def test_cache_aware_routing_keeps_more_of_agent_sessions_in_the_prefix_caches_t
 def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_flight(
     fleet_deployed, smoke, tmp_path
 ) -> None:
-    """sim2's engine stops while the fleet's benchmark runs: the requests it was serving fail (the report counts
-    them), the router's health checks take it out and sim serves the rest. Last before sim2 goes: nothing brings its
-    engine back (a host taken out and put back by the router is the drain test's)."""
+    """sim2's engine is killed while the fleet's benchmark runs (SIGKILL, as a crash: `docker stop` would let vLLM
+    finish its requests first): at most the requests it was serving fail (the report counts them; vllm-router retries
+    them on sim, and none failed in the runs here), the router's health checks take it out and sim serves the rest.
+    Last before sim2 goes: nothing brings its engine back (Docker's restart policy leaves a killed container down; a
+    host taken out and put back by the router is the drain test's)."""
     fleet = fleet_engine_url("sim2")
     wait_for(lambda: sim_router_health().get(fleet), 60, "sim's router to find sim2's engine healthy")
     engine = inventory.setting(inventory.host_vars("sim2"), "vllm_server", "vllm_server_container_name")
@@ -361,19 +363,18 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
             pytest.fail(f"{waited}; sim's router:\n{router_view()}")
         assert not benchmark.done(), f"the benchmark ended before sim2 served 2 at once; sim's router:\n{router_view()}"
         serving = in_flight("sim2")
-        assert sim_root(f"docker stop {engine}", "sim2").returncode == 0
+        assert sim_root(f"docker kill {engine}", "sim2").returncode == 0
         stopped = time.monotonic()
         wait_for(lambda: sim_router_health().get(fleet) is False, 120, "sim's router to find sim2's engine gone")
         left = time.monotonic() - stopped
         run, record = benchmark.result()
-    print(f"\nsim2's engine stopped with {serving:.0f} requests in flight; the benchmark: {run.output[-2500:]}")
+    print(f"\nsim2's engine killed with {serving:.0f} requests in flight; the benchmark: {run.output[-2500:]}")
     failed = record.metrics.failed
     print(f"{failed} of {record.metrics.completed + failed} requests failed; sim2 was serving {serving:.0f}")
     assert "Completed / failed" in run.output and (run.returncode == 1) == (failed > 0)  # a failure is no measurement
     assert record.metrics.completed + failed == 2 * 24  # the benchmark's prompts for each of the 2 hosts
-    # At most what was in flight when the engine stopped: the client never has more than its concurrency in flight,
-    # and the router sends the lost host's new requests (refused) to sim's engine.
-    assert failed <= record.metrics.max_concurrency
+    # At most what sim2 held when it died: the router sends the lost host's new requests (refused) to sim's engine.
+    assert failed <= serving
     alerts = wait_for(
         lambda: sim_prometheus('ALERTS{alertname="VllmEngineDown"}'), 60, "the fleet's alert on sim2's engine"
     )
@@ -381,7 +382,8 @@ def test_an_engine_lost_during_the_fleets_benchmark_fails_only_its_requests_in_f
     before = engine_successes("sim")
     assert chat_through_the_fleet(smoke.model.served_name) == ["length"] * AT_ONCE
     assert engine_successes("sim") - before == AT_ONCE  # out of the rotation
-    print(f"\nsim2's engine left the router {left:.0f} s after it stopped")
+    assert sim_root(f"docker inspect --format '{{{{.State.Running}}}}' {engine}", "sim2").stdout.strip() == "false"
+    print(f"\nsim2's engine left the router {left:.0f} s after it was killed")
 
 
 def test_sim2_is_removed_with_its_data_and_sim_keeps_the_network(sim2, docker_client) -> None:
